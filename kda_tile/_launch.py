@@ -1,0 +1,70 @@
+"""Launch path through TileLang's own JIT kernels (its TVM-FFI host code), used when no
+generated host entry is available. Allocates the K1->K2 workspace and the outputs."""
+import functools
+import os
+
+import torch
+
+from . import registry
+
+_TORCH_DTYPE = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(build: registry.Build):
+    import tilelang
+    return tilelang.compile(build.prim_func(), target=registry.TARGET, pass_configs=build.config.pass_configs())
+
+
+def workspace_slots(B: int, T: int, n_seqs: int, varlen: bool) -> int:
+    return T // 16 + n_seqs if varlen else B * ((T + 15) // 16)
+
+
+def _buffers(k1, k2, q, v, cu_seqlens):
+    c1, c2 = k1.config, k2.config
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    n_seqs = cu_seqlens.shape[0] - 1 if c1.varlen else B
+    NC = workspace_slots(B, T, n_seqs, c1.varlen)
+    dev = q.device
+    ws_dt, mat_dt = _TORCH_DTYPE[c1.ws_dtype], _TORCH_DTYPE[c1.mat_dtype]
+    kd = torch.empty(H, NC * 16, K, dtype=ws_dt, device=dev)
+    ws = dict(kd=kd, qd=torch.empty_like(kd), kr=torch.empty_like(kd),
+              Ab=torch.empty(H, NC * 16, 16, dtype=mat_dt, device=dev),
+              Mqk=torch.empty(H, NC * 16, 16, dtype=mat_dt, device=dev),
+              gC=torch.empty(H, NC, K, dtype=torch.float32, device=dev))
+    o = torch.empty(B, T, H, V, dtype=v.dtype, device=dev)
+    ht = None
+    if c2.final_state:
+        ht = torch.empty(n_seqs, H, V, K, dtype=_TORCH_DTYPE[c2.final_state_dtype], device=dev)
+    if os.environ.get("KDA_TILE_POISON") == "1":
+        for t in list(ws.values()) + [o] + ([ht] if ht is not None else []):
+            t.fill_(float("nan"))
+    return ws, o, ht
+
+
+def _args(k1, k2, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale, ws, o, ht):
+    W = [ws[n] for n in ("kd", "qd", "kr", "Ab", "Mqk", "gC")]
+    cu = [cu_seqlens] if k1.config.varlen else []
+    a1 = [q, k, g, beta, A_log, dt_bias] + cu + [float(lower_bound), float(scale)] + W
+    a2 = [v] + W + cu + ([initial_state] if k2.config.initial_state is not None else []) + [o]
+    a2 += [ht] if ht is not None else []
+    return a1, a2
+
+
+def launch(k1: registry.Build, k2: registry.Build, q, k, v, g, beta, A_log, dt_bias, cu_seqlens,
+           initial_state, lower_bound: float, scale: float):
+    ws, o, ht = _buffers(k1, k2, q, v, cu_seqlens)
+    a1, a2 = _args(k1, k2, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale, ws, o, ht)
+    compiled(k1)(*a1)
+    compiled(k2)(*a2)
+    return o, ht
+
+
+def stage_callables(k1, k2, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale):
+    """(run K1, run K2) on preallocated buffers, for timing each stage alone."""
+    ws, o, ht = _buffers(k1, k2, q, v, cu_seqlens)
+    a1, a2 = _args(k1, k2, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale, ws, o, ht)
+    f1, f2 = compiled(k1), compiled(k2)
+    f1(*a1)
+    return (lambda: f1(*a1)), (lambda: f2(*a2))

@@ -1,0 +1,39 @@
+"""Scalar math used inside the kernels, in an accurate and a fast-math form.
+
+The fast forms are explicit PTX approximations (ex2.approx.ftz, tanh.approx,
+rsqrt.approx.ftz) injected with T.import_source; the accurate forms use the
+CUDA math library through TileLang's own intrinsics.
+"""
+import tilelang.language as T
+
+LOG2E = 1.4426950408889634
+
+FAST_SOURCE = r"""
+__device__ __forceinline__ float kda_ex2_ftz(float x) {
+  float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;
+}
+__device__ __forceinline__ float kda_sigmoid_tanh(float x) {
+  float t; asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(0.5f * x)); return fmaf(0.5f, t, 0.5f);
+}
+__device__ __forceinline__ float kda_rsqrt_approx(float x) {
+  float y; asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;
+}
+"""
+
+
+def exp2(x, fast: bool):
+    return T.call_extern("float32", "kda_ex2_ftz", x) if fast else T.exp2(x)
+
+
+def sigmoid(x, fast: bool):
+    if fast:
+        return T.call_extern("float32", "kda_sigmoid_tanh", x)
+    return 1.0 / (1.0 + T.exp(-x))
+
+
+def rsqrt(x, fast: bool):
+    return T.call_extern("float32", "kda_rsqrt_approx", x) if fast else 1.0 / T.sqrt(x)
+
+
+def exp(x, fast: bool):
+    return exp2(x * LOG2E, True) if fast else T.exp(x)

@@ -1,0 +1,52 @@
+"""The public PyTorch API."""
+import math
+from typing import Optional
+
+import torch
+
+from . import gate, registry
+
+_STATE_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
+
+
+def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optional[str], output_final_state: bool):
+    k1 = registry.find("k1", varlen=varlen, fast_math=fast_math)
+    k2 = registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state)
+    return k1, k2
+
+
+def _entry(k1, k2):
+    gate.check(k1)
+    gate.check(k2)
+    try:
+        from host_codegen import get_entry
+    except ImportError:
+        get_entry = None
+    if get_entry is not None:
+        return get_entry(k1, k2)
+    from . import _launch
+    return lambda *a: _launch.launch(k1, k2, *a)
+
+
+def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None,
+                initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False):
+    """KDA forward with the safe gate, in-kernel q/k L2 norm and beta sigmoid.
+
+    q, k, g: [B, T, H, 128] bf16; v: [B, T, H, 128] bf16; beta: [B, T, H] bf16 (logits);
+    A_log: [H] fp32; dt_bias: [H, 128] fp32; lower_bound in [-5, 0);
+    initial_state: [N, H, V, K] fp32 or bf16; cu_seqlens: [N + 1] int64 with B == 1.
+    Returns (o [B, T, H, V] bf16, final_state [N, H, V, K] or None); final_state's dtype
+    follows initial_state (fp32 without one).
+    """
+    if initial_state is not None and not isinstance(initial_state, torch.Tensor):
+        raise TypeError(f"initial_state: expected a torch.Tensor or None, got {type(initial_state).__name__}")
+    if initial_state is not None and initial_state.dtype not in _STATE_DTYPES:
+        raise TypeError(f"initial_state: expected dtype float32 or bfloat16, got {initial_state.dtype}")
+    if scale is None:
+        scale = q.shape[-1] ** -0.5 if isinstance(q, torch.Tensor) and q.dim() == 4 else 128 ** -0.5
+    k1, k2 = select_builds(
+        varlen=cu_seqlens is not None, fast_math=bool(fast_math),
+        initial_state_dtype=None if initial_state is None else _STATE_DTYPES[initial_state.dtype],
+        output_final_state=bool(output_final_state))
+    entry = _entry(k1, k2)
+    return entry(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, float(lower_bound), float(scale))

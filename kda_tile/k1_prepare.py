@@ -1,0 +1,269 @@
+"""K1, the token-parallel prepare kernel.
+
+One program handles `chunks_per_cta` chunk slots of one head. For each chunk of C=16
+tokens it computes, with G the per-channel cumulative base-2 log-decay inside the chunk:
+
+    kd = k 2^G        qd = scale q 2^G        kr = k 2^(G_C - G)       gC = 2^G_C
+    L  = strictly_lower(kd ki^T) * beta_row,   ki = k 2^-G
+    A  = (I + L)^-1 = (I - L)(I + L^2)(I + L^4)(I + L^8)
+    Ab = A diag(beta)                           (so K2 needs no beta: U = Ab (v - kd S0))
+    Mqk = lower_incl_diag(qd ki^T)
+
+and writes them to the workspace read by K2. Chunk slots are numbered sequence by
+sequence; slot `s` of a varlen batch belongs to sequence n when
+sum_{m<n} ceil(len_m / 16) <= s < sum_{m<=n} ceil(len_m / 16). Slots past the last chunk
+write nothing.
+"""
+
+from dataclasses import dataclass
+
+import tilelang.language as T
+
+from . import _math
+
+CHUNK = 16
+
+
+@dataclass(frozen=True)
+class K1Config:
+    varlen: bool = False
+    fast_math: bool = False
+    head_dim: int = 128
+    chunks_per_cta: int = 4
+    threads: int = 128
+    in_dtype: str = "bfloat16"
+    # Operand dtypes of K2's products. Every value stored in them is bounded by 1 in
+    # magnitude (decays <= 1, unit-norm k, |A| <= 1), so fp16's extra mantissa bits are free.
+    ws_dtype: str = "float16"  # kd, qd, kr
+    mat_dtype: str = "float16"  # Ab, Mqk
+    # Worst shared-memory bank-conflict degree `verify` accepts for this kernel.
+    bank_conflict_budget: int = 8
+
+    @property
+    def name(self) -> str:
+        return "k1_prepare_" + ("varlen" if self.varlen else "fixed") + ("_fast" if self.fast_math else "")
+
+    def pass_configs(self) -> dict:
+        return {"tl.enable_fast_math": self.fast_math}
+
+    def derived_vars(self) -> dict[str, str]:
+        """Shape variables that no input tensor fixes, as expressions of those that do."""
+        if self.varlen:
+            return {"NC": "T // 16 + (N1 - 1)"}
+        return {"NC": "B * ((T + 15) // 16)"}
+
+    def scalar_preconditions(self) -> list[str]:
+        """Ranges of the scalar parameters. lower_bound >= -5 keeps 2^(+-G) inside bf16 over a
+        16-token chunk (KDA.md section 2)."""
+        return ["lower_bound >= -5.0", "lower_bound < 0.0", "scale > 0.0", "scale < 1e30"]
+
+    def preconditions(self) -> list[str]:
+        pre = ["B >= 1", "T >= 1", "H >= 1", "H <= 256", "B * T * H <= 2**23"]
+        pre += [f"NC == {self.derived_vars()['NC']}"]
+        if self.varlen:
+            pre += ["B == 1", "N1 >= 2", "N1 <= 2**16"]
+        return pre
+
+
+def build_k1(cfg: K1Config):
+    K = cfg.head_dim
+    C = CHUNK
+    CPB = cfg.chunks_per_cta
+    R = C * CPB
+    fast = cfg.fast_math
+    accum = "float32"
+
+    B = T.dynamic("B")
+    Tn = T.dynamic("T")
+    H = T.dynamic("H")
+    NC = T.dynamic("NC")
+    N1 = T.dynamic("N1")
+
+    @T.macro
+    def _body(q, k, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale,
+              kd, qd, kr, Ab, Mqk, gC):
+        with T.Kernel(T.ceildiv(NC, CPB), H, threads=cfg.threads) as (bc, h):
+            slot_b = T.alloc_shared((CPB,), "int32")
+            slot_t0 = T.alloc_shared((CPB,), "int32")
+            slot_len = T.alloc_shared((CPB,), "int32")
+
+            q_s = T.alloc_shared((R, K), cfg.in_dtype)
+            k_s = T.alloc_shared((R, K), cfg.in_dtype)
+            G_s = T.alloc_shared((R, K), accum)
+            beta_s = T.alloc_shared((R,), accum)
+            rq_s = T.alloc_shared((R,), accum)
+            rk_s = T.alloc_shared((R,), accum)
+            # bf16 for the L and Mqk products: ki = k 2^-G reaches 2^115, past fp16's range.
+            kd_s = T.alloc_shared((R, K), cfg.in_dtype)
+            qd_s = T.alloc_shared((R, K), cfg.in_dtype)
+            ki_s = T.alloc_shared((R, K), cfg.in_dtype)
+            L_s = T.alloc_shared((R, C), accum)
+            M_s = T.alloc_shared((R, C), accum)
+            P_s = T.alloc_shared((R, C), accum)
+            X_s = T.alloc_shared((R, C), accum)
+            Y_s = T.alloc_shared((R, C), accum)
+
+            sq = T.alloc_fragment((R, K), accum)
+            nrm = T.alloc_fragment((R,), accum)
+            Lf = T.alloc_fragment((R, R), accum)
+            Mf = T.alloc_fragment((R, R), accum)
+
+            if fast:
+                T.import_source(_math.FAST_SOURCE)
+            tx = T.get_thread_binding()
+            if tx < CPB:
+                slot = bc * CPB + tx
+                if cfg.varlen:
+                    acc = T.alloc_var("int32", init=0)
+                    t0 = T.alloc_var("int32", init=0)
+                    ln = T.alloc_var("int32", init=0)
+                    for n in T.serial(N1 - 1):
+                        # Clamped so that any cu_seqlens contents stay inside the buffers.
+                        bos = T.max(T.min(T.Cast("int32", cu_seqlens[n]), Tn), 0)
+                        eos = T.max(T.min(T.Cast("int32", cu_seqlens[n + 1]), Tn), bos)
+                        nch = T.ceildiv(eos - bos, C)
+                        if slot >= acc and slot < acc + nch:
+                            t0 = bos + (slot - acc) * C
+                            ln = T.min(C, eos - t0)
+                        acc = acc + nch
+                    slot_b[tx] = 0
+                    slot_t0[tx] = t0
+                    slot_len[tx] = T.if_then_else(slot < NC, ln, 0)
+                else:
+                    ncs = T.ceildiv(Tn, C)
+                    slot_b[tx] = slot // ncs
+                    slot_t0[tx] = (slot % ncs) * C
+                    slot_len[tx] = T.if_then_else(slot < NC, T.min(C, Tn - (slot % ncs) * C), 0)
+
+            for r, d in T.Parallel(R, K):
+                c = r // C
+                t = slot_t0[c] + r % C
+                valid = r % C < slot_len[c] and t < Tn
+                q_s[r, d] = T.if_then_else(valid, q[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
+                k_s[r, d] = T.if_then_else(valid, k[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
+                G_s[r, d] = T.if_then_else(
+                    valid,
+                    lower_bound * _math.LOG2E * _math.sigmoid(
+                        _math.exp(A_log[h], fast) * (T.Cast(accum, g[slot_b[c], t, h, d]) + dt_bias[h, d]), fast),
+                    0.0)
+            for r in T.Parallel(R):
+                c = r // C
+                valid = r % C < slot_len[c] and slot_t0[c] + r % C < Tn
+                beta_s[r] = T.if_then_else(
+                    valid, _math.sigmoid(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, h]), fast), 0.0)
+
+            for r, d in T.Parallel(R, K):
+                sq[r, d] = T.Cast(accum, q_s[r, d]) * T.Cast(accum, q_s[r, d])
+            T.reduce_sum(sq, nrm, dim=1)
+            for r in T.Parallel(R):
+                rq_s[r] = _math.rsqrt(nrm[r] + 1e-6, fast) * scale
+            for r, d in T.Parallel(R, K):
+                sq[r, d] = T.Cast(accum, k_s[r, d]) * T.Cast(accum, k_s[r, d])
+            T.reduce_sum(sq, nrm, dim=1)
+            for r in T.Parallel(R):
+                rk_s[r] = _math.rsqrt(nrm[r] + 1e-6, fast)
+
+            for c, d in T.Parallel(CPB, K):
+                run = T.alloc_var(accum, init=0.0)
+                for i in T.serial(C):
+                    run = run + G_s[c * C + i, d]
+                    G_s[c * C + i, d] = run
+
+            for r, d in T.Parallel(R, K):
+                Gr = G_s[r, d]
+                kn = T.Cast(accum, k_s[r, d]) * rk_s[r]
+                kd_s[r, d] = T.Cast(cfg.in_dtype, kn * _math.exp2(Gr, fast))
+                qd_s[r, d] = T.Cast(cfg.in_dtype, T.Cast(accum, q_s[r, d]) * rq_s[r] * _math.exp2(Gr, fast))
+                ki_s[r, d] = T.Cast(cfg.in_dtype, kn * _math.exp2(-Gr, fast))
+
+            T.gemm(kd_s, ki_s, Lf, transpose_B=True, clear_accum=True)
+            T.gemm(qd_s, ki_s, Mf, transpose_B=True, clear_accum=True)
+
+            for r, j in T.Parallel(R, R):
+                if r // C == j // C:
+                    L_s[r, j % C] = T.if_then_else(r % C > j % C, Lf[r, j] * beta_s[r], 0.0)
+                    M_s[r, j % C] = T.if_then_else(r % C >= j % C, Mf[r, j], 0.0)
+
+            for r, d in T.Parallel(R, K):
+                c = r // C
+                if slot_len[c] > 0:
+                    row = (bc * CPB + c) * C + r % C
+                    kn = T.Cast(accum, k_s[r, d]) * rk_s[r]
+                    kd[h, row, d] = T.Cast(cfg.ws_dtype, kn * _math.exp2(G_s[r, d], fast))
+                    qd[h, row, d] = T.Cast(cfg.ws_dtype, T.Cast(accum, q_s[r, d]) * rq_s[r]
+                                           * _math.exp2(G_s[r, d], fast))
+                    kr[h, row, d] = T.Cast(cfg.ws_dtype, kn * _math.exp2(G_s[c * C + C - 1, d] - G_s[r, d], fast))
+            for c, d in T.Parallel(CPB, K):
+                if slot_len[c] > 0:
+                    gC[h, bc * CPB + c, d] = _math.exp2(G_s[c * C + C - 1, d], fast)
+            for r, j in T.Parallel(R, C):
+                c = r // C
+                if slot_len[c] > 0:
+                    Mqk[h, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
+
+            # A = (I - L)(I + L^2)(I + L^4)(I + L^8), block-diagonal 16x16 products.
+            for r, j in T.Parallel(R, C):
+                X_s[r, j] = T.if_then_else(r % C == j, 1.0, 0.0) - L_s[r, j]
+                P_s[r, j] = L_s[r, j]
+            for _ in T.serial(3):
+                for r, j in T.Parallel(R, C):
+                    acc2 = T.alloc_var(accum, init=0.0)
+                    for m in T.serial(C):
+                        acc2 = acc2 + P_s[r, m] * P_s[(r // C) * C + m, j]
+                    Y_s[r, j] = acc2
+                for r, j in T.Parallel(R, C):
+                    P_s[r, j] = Y_s[r, j]
+                for r, j in T.Parallel(R, C):
+                    acc3 = T.alloc_var(accum, init=0.0)
+                    for m in T.serial(C):
+                        acc3 = acc3 + X_s[r, m] * P_s[(r // C) * C + m, j]
+                    Y_s[r, j] = X_s[r, j] + acc3
+                for r, j in T.Parallel(R, C):
+                    X_s[r, j] = Y_s[r, j]
+
+            for r, j in T.Parallel(R, C):
+                c = r // C
+                if slot_len[c] > 0:
+                    Ab[h, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, X_s[r, j] * beta_s[c * C + j])
+
+    if cfg.varlen:
+        @T.prim_func
+        def k1_prepare(
+            q: T.Tensor((B, Tn, H, K), cfg.in_dtype),
+            k: T.Tensor((B, Tn, H, K), cfg.in_dtype),
+            g: T.Tensor((B, Tn, H, K), cfg.in_dtype),
+            beta: T.Tensor((B, Tn, H), cfg.in_dtype),
+            A_log: T.Tensor((H,), "float32"),
+            dt_bias: T.Tensor((H, K), "float32"),
+            cu_seqlens: T.Tensor((N1,), "int64"),
+            lower_bound: T.float32,
+            scale: T.float32,
+            kd: T.Tensor((H, NC * C, K), cfg.ws_dtype),
+            qd: T.Tensor((H, NC * C, K), cfg.ws_dtype),
+            kr: T.Tensor((H, NC * C, K), cfg.ws_dtype),
+            Ab: T.Tensor((H, NC * C, C), cfg.mat_dtype),
+            Mqk: T.Tensor((H, NC * C, C), cfg.mat_dtype),
+            gC: T.Tensor((H, NC, K), "float32"),
+        ):
+            _body(q, k, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, kd, qd, kr, Ab, Mqk, gC)
+    else:
+        @T.prim_func
+        def k1_prepare(
+            q: T.Tensor((B, Tn, H, K), cfg.in_dtype),
+            k: T.Tensor((B, Tn, H, K), cfg.in_dtype),
+            g: T.Tensor((B, Tn, H, K), cfg.in_dtype),
+            beta: T.Tensor((B, Tn, H), cfg.in_dtype),
+            A_log: T.Tensor((H,), "float32"),
+            dt_bias: T.Tensor((H, K), "float32"),
+            lower_bound: T.float32,
+            scale: T.float32,
+            kd: T.Tensor((H, NC * C, K), cfg.ws_dtype),
+            qd: T.Tensor((H, NC * C, K), cfg.ws_dtype),
+            kr: T.Tensor((H, NC * C, K), cfg.ws_dtype),
+            Ab: T.Tensor((H, NC * C, C), cfg.mat_dtype),
+            Mqk: T.Tensor((H, NC * C, C), cfg.mat_dtype),
+            gC: T.Tensor((H, NC, K), "float32"),
+        ):
+            _body(q, k, g, beta, A_log, dt_bias, None, lower_bound, scale, kd, qd, kr, Ab, Mqk, gC)
+
+    return k1_prepare

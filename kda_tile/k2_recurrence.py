@@ -1,0 +1,218 @@
+"""K2, the chunk recurrence.
+
+One program per (block of `block_v` value columns, head, sequence) walks the chunks of
+its sequence in order. The state is kept transposed, St = S^T [V, K] (the "state_v_first"
+layout of initial_state/final_state), as an fp32 register fragment. Per chunk, with the
+workspace written by K1 (kd, qd, kr [C, K]; Ab = A diag(beta), Mqk [C, C]; gC [K]):
+
+    Wt   = v^T - St kd^T                    (V x C)
+    Ut   = Wt Ab^T                          (= (A diag(beta) (v - kd S0))^T)
+    out^T = St qd^T + Ut Mqk^T
+    St   = St diag(gC) + Ut kr
+
+Columns of S evolve independently, so V splits across programs with no communication.
+"""
+from dataclasses import dataclass
+from typing import Optional
+
+import tilelang.language as T
+
+from .k1_prepare import CHUNK
+
+
+@dataclass(frozen=True)
+class K2Config:
+    varlen: bool = False
+    initial_state: Optional[str] = None  # None, "float32" or "bfloat16"
+    final_state: bool = False            # its dtype follows initial_state (float32 without one)
+    head_dim: int = 128
+    value_dim: int = 128
+    block_v: int = 64
+    threads: int = 128
+    num_stages: int = 2
+    in_dtype: str = "bfloat16"
+    # fp16 operands (see K1Config). The state snapshot St and Wt, Ut scale with v: |v| and
+    # |state| entries must stay below fp16's 65504.
+    ws_dtype: str = "float16"
+    mat_dtype: str = "float16"
+    bank_conflict_budget: int = 8
+
+    @property
+    def final_state_dtype(self) -> Optional[str]:
+        if not self.final_state:
+            return None
+        return self.initial_state or "float32"
+
+    @property
+    def name(self) -> str:
+        h0 = {None: "h0none", "float32": "h0f32", "bfloat16": "h0bf16"}[self.initial_state]
+        ht = "ht" if self.final_state else "htnone"
+        return "k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}"
+
+    def pass_configs(self) -> dict:
+        return {}
+
+    def derived_vars(self) -> dict[str, str]:
+        if self.varlen:
+            return {"NC": "T // 16 + (N1 - 1)"}
+        return {"NC": "B * ((T + 15) // 16)"}
+
+    def preconditions(self) -> list[str]:
+        pre = ["B >= 1", "T >= 1", "H >= 1", "H <= 256", "B * T * H <= 2**23"]
+        pre += [f"{v} == {e}" for v, e in self.derived_vars().items()]
+        if self.varlen:
+            pre += ["B == 1", "N1 >= 2", "N1 <= 2**16"]
+        return pre
+
+
+def build_k2(cfg: K2Config):
+    K = cfg.head_dim
+    V = cfg.value_dim
+    C = CHUNK
+    BV = cfg.block_v
+    accum = "float32"
+    assert V % BV == 0
+
+    B = T.dynamic("B")
+    Tn = T.dynamic("T")
+    H = T.dynamic("H")
+    NC = T.dynamic("NC")
+    N1 = T.dynamic("N1")
+    NS = N1 - 1 if cfg.varlen else B  # number of sequences: rows of the state tensors
+    h0_dtype = cfg.initial_state or accum
+    ht_dtype = cfg.final_state_dtype or accum
+
+    @T.macro
+    def _body(v, kd, qd, kr, Ab, Mqk, gC, cu_seqlens, h0, o, ht):
+        with T.Kernel(V // BV, H, NS, threads=cfg.threads) as (bv, h, n):
+            kd_s = T.alloc_shared((C, K), cfg.ws_dtype)
+            qd_s = T.alloc_shared((C, K), cfg.ws_dtype)
+            kr_s = T.alloc_shared((C, K), cfg.ws_dtype)
+            Ab_s = T.alloc_shared((C, C), cfg.mat_dtype)
+            Mqk_s = T.alloc_shared((C, C), cfg.mat_dtype)
+            gC_s = T.alloc_shared((K,), accum)
+            v_s = T.alloc_shared((C, BV), cfg.in_dtype)
+            St_s = T.alloc_shared((BV, K), cfg.ws_dtype)
+            Wt_s = T.alloc_shared((BV, C), cfg.mat_dtype)
+            Ut_s = T.alloc_shared((BV, C), cfg.ws_dtype)
+            o_s = T.alloc_shared((C, BV), cfg.in_dtype)
+
+            St = T.alloc_fragment((BV, K), accum)
+            Wt = T.alloc_fragment((BV, C), accum)
+            Ut = T.alloc_fragment((BV, C), accum)
+            Ot = T.alloc_fragment((BV, C), accum)
+
+            bos = T.alloc_var("int32", init=0)
+            seqlen = T.alloc_var("int32", init=0)
+            slot0 = T.alloc_var("int32", init=0)
+            if cfg.varlen:
+                # Clamped as in K1, so that any cu_seqlens contents stay inside the buffers.
+                for m in T.serial(n):
+                    lo = T.max(T.min(T.Cast("int32", cu_seqlens[m]), Tn), 0)
+                    hi = T.max(T.min(T.Cast("int32", cu_seqlens[m + 1]), Tn), lo)
+                    slot0 = slot0 + T.ceildiv(hi - lo, C)
+                bos = T.max(T.min(T.Cast("int32", cu_seqlens[n]), Tn), 0)
+                seqlen = T.max(T.min(T.Cast("int32", cu_seqlens[n + 1]), Tn), bos) - bos
+            else:
+                seqlen = Tn
+                slot0 = n * T.ceildiv(Tn, C)
+            n_chunks = T.max(T.min(T.ceildiv(seqlen, C), NC - slot0), 0)
+            b = 0 if cfg.varlen else n
+
+            if cfg.initial_state is not None:
+                T.copy(h0[n, h, bv * BV:(bv + 1) * BV, :], St)
+            else:
+                T.clear(St)
+
+            for c in T.Pipelined(n_chunks, num_stages=cfg.num_stages):
+                row0 = (slot0 + c) * C
+                T.copy(kd[h, row0:row0 + C, :], kd_s)
+                T.copy(qd[h, row0:row0 + C, :], qd_s)
+                T.copy(kr[h, row0:row0 + C, :], kr_s)
+                T.copy(Ab[h, row0:row0 + C, :], Ab_s)
+                T.copy(Mqk[h, row0:row0 + C, :], Mqk_s)
+                T.copy(gC[h, slot0 + c, :], gC_s)
+                for r, j in T.Parallel(C, BV):
+                    t = c * C + r
+                    v_s[r, j] = T.if_then_else(t < seqlen, v[b, bos + t, h, bv * BV + j],
+                                               T.Cast(cfg.in_dtype, 0))
+
+                T.copy(St, St_s)
+                T.gemm(St_s, kd_s, Wt, transpose_B=True, clear_accum=True)
+                T.gemm(St_s, qd_s, Ot, transpose_B=True, clear_accum=True)
+                for j, r in T.Parallel(BV, C):
+                    Wt_s[j, r] = T.Cast(cfg.mat_dtype, T.Cast(accum, v_s[r, j]) - Wt[j, r])
+                T.gemm(Wt_s, Ab_s, Ut, transpose_B=True, clear_accum=True)
+                T.copy(Ut, Ut_s)
+                T.gemm(Ut_s, Mqk_s, Ot, transpose_B=True)
+                for j, d in T.Parallel(BV, K):
+                    St[j, d] = St[j, d] * gC_s[d]
+                T.gemm(Ut_s, kr_s, St)
+
+                for j, r in T.Parallel(BV, C):
+                    o_s[r, j] = T.Cast(cfg.in_dtype, Ot[j, r])
+                for r, j in T.Parallel(C, BV):
+                    if c * C + r < seqlen:
+                        o[b, bos + c * C + r, h, bv * BV + j] = o_s[r, j]
+
+            if cfg.final_state:
+                T.copy(St, ht[n, h, bv * BV:(bv + 1) * BV, :])
+
+    ws = dict(
+        kd=T.Tensor((H, NC * C, K), cfg.ws_dtype),
+        qd=T.Tensor((H, NC * C, K), cfg.ws_dtype),
+        kr=T.Tensor((H, NC * C, K), cfg.ws_dtype),
+        Ab=T.Tensor((H, NC * C, C), cfg.mat_dtype),
+        Mqk=T.Tensor((H, NC * C, C), cfg.mat_dtype),
+        gC=T.Tensor((H, NC, K), accum),
+    )
+    v_t = T.Tensor((B, Tn, H, V), cfg.in_dtype)
+    o_t = T.Tensor((B, Tn, H, V), cfg.in_dtype)
+    h0_t = T.Tensor((NS, H, V, K), h0_dtype)
+    ht_t = T.Tensor((NS, H, V, K), ht_dtype)
+    cu_t = T.Tensor((N1,), "int64")
+
+    # One prim_func signature per specialization: optional tensors are absent, not null.
+    if cfg.varlen:
+        if cfg.initial_state is not None and cfg.final_state:
+            @T.prim_func
+            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
+                              gC: ws["gC"], cu_seqlens: cu_t, h0: h0_t, o: o_t, ht: ht_t):
+                _body(v, kd, qd, kr, Ab, Mqk, gC, cu_seqlens, h0, o, ht)
+        elif cfg.initial_state is not None:
+            @T.prim_func
+            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
+                              gC: ws["gC"], cu_seqlens: cu_t, h0: h0_t, o: o_t):
+                _body(v, kd, qd, kr, Ab, Mqk, gC, cu_seqlens, h0, o, None)
+        elif cfg.final_state:
+            @T.prim_func
+            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
+                              gC: ws["gC"], cu_seqlens: cu_t, o: o_t, ht: ht_t):
+                _body(v, kd, qd, kr, Ab, Mqk, gC, cu_seqlens, None, o, ht)
+        else:
+            @T.prim_func
+            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
+                              gC: ws["gC"], cu_seqlens: cu_t, o: o_t):
+                _body(v, kd, qd, kr, Ab, Mqk, gC, cu_seqlens, None, o, None)
+    else:
+        if cfg.initial_state is not None and cfg.final_state:
+            @T.prim_func
+            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
+                              gC: ws["gC"], h0: h0_t, o: o_t, ht: ht_t):
+                _body(v, kd, qd, kr, Ab, Mqk, gC, None, h0, o, ht)
+        elif cfg.initial_state is not None:
+            @T.prim_func
+            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
+                              gC: ws["gC"], h0: h0_t, o: o_t):
+                _body(v, kd, qd, kr, Ab, Mqk, gC, None, h0, o, None)
+        elif cfg.final_state:
+            @T.prim_func
+            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
+                              gC: ws["gC"], o: o_t, ht: ht_t):
+                _body(v, kd, qd, kr, Ab, Mqk, gC, None, None, o, ht)
+        else:
+            @T.prim_func
+            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
+                              gC: ws["gC"], o: o_t):
+                _body(v, kd, qd, kr, Ab, Mqk, gC, None, None, o, None)
+    return k2_recurrence
