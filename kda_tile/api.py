@@ -1,5 +1,5 @@
 """The public PyTorch API."""
-import math
+import os
 from typing import Optional
 
 import torch
@@ -9,23 +9,38 @@ from . import gate, registry
 _STATE_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
 
 
-def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optional[str], output_final_state: bool):
+# With fewer than this many (sequence, head, 64-column block) programs, K2 runs 32-column
+# blocks instead: H64 1x8192 0.66 ms against 0.75 ms, H8 1x65536 3.98 against 5.91; at
+# H96 1x8192, 64 columns win (0.95 against 1.32). bench/results/2026-11-29-variants.json.
+NARROW_BLOCK_BELOW = 132
+
+
+def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optional[str], output_final_state: bool,
+                  programs_per_64_columns: int = NARROW_BLOCK_BELOW):
     k1 = registry.find("k1", varlen=varlen, fast_math=fast_math)
-    k2 = registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state)
+    block_v = 32 if programs_per_64_columns < NARROW_BLOCK_BELOW else 64
+    k2 = registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state,
+                       block_v=block_v)
     return k1, k2
 
 
 def _entry(k1, k2):
     gate.check(k1)
     gate.check(k2)
-    try:
+    if os.environ.get("KDA_TILE_BACKEND", "generated") == "generated":
         from host_codegen import get_entry
-    except ImportError:
-        get_entry = None
-    if get_entry is not None:
         return get_entry(k1, k2)
     from . import _launch
     return lambda *a: _launch.launch(k1, k2, *a)
+
+
+def _programs(q, v, cu_seqlens) -> int:
+    """K2's program count at 64 value columns; shapes are validated later, by the entry."""
+    try:
+        n_seqs = cu_seqlens.shape[0] - 1 if cu_seqlens is not None else q.shape[0]
+        return n_seqs * q.shape[2] * max(1, v.shape[-1] // 64)
+    except (AttributeError, IndexError, TypeError):
+        return NARROW_BLOCK_BELOW
 
 
 def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None,
@@ -47,6 +62,7 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
     k1, k2 = select_builds(
         varlen=cu_seqlens is not None, fast_math=bool(fast_math),
         initial_state_dtype=None if initial_state is None else _STATE_DTYPES[initial_state.dtype],
-        output_final_state=bool(output_final_state))
+        output_final_state=bool(output_final_state),
+        programs_per_64_columns=_programs(q, v, cu_seqlens))
     entry = _entry(k1, k2)
     return entry(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, float(lower_bound), float(scale))

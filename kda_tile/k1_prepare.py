@@ -29,7 +29,9 @@ class K1Config:
     varlen: bool = False
     fast_math: bool = False
     head_dim: int = 128
-    chunks_per_cta: int = 4
+    # 2 chunks (32 rows) keep shared memory near 50 KB, so four programs share an SM:
+    # 1.10 ms against 1.87 ms for 4 chunks at H96 1x8192 (bench/results/2026-11-29-variants.json).
+    chunks_per_cta: int = 2
     threads: int = 128
     in_dtype: str = "bfloat16"
     # Operand dtypes of K2's products. Every value stored in them is bounded by 1 in
@@ -89,13 +91,12 @@ def build_k1(cfg: K1Config):
 
             q_s = T.alloc_shared((R, K), cfg.in_dtype)
             k_s = T.alloc_shared((R, K), cfg.in_dtype)
+            g_s = T.alloc_shared((R, K), cfg.in_dtype)
             G_s = T.alloc_shared((R, K), accum)
             beta_s = T.alloc_shared((R,), accum)
             rq_s = T.alloc_shared((R,), accum)
             rk_s = T.alloc_shared((R,), accum)
             # bf16 for the L and Mqk products: ki = k 2^-G reaches 2^115, past fp16's range.
-            kd_s = T.alloc_shared((R, K), cfg.in_dtype)
-            qd_s = T.alloc_shared((R, K), cfg.in_dtype)
             ki_s = T.alloc_shared((R, K), cfg.in_dtype)
             L_s = T.alloc_shared((R, C), accum)
             M_s = T.alloc_shared((R, C), accum)
@@ -141,16 +142,27 @@ def build_k1(cfg: K1Config):
                 valid = r % C < slot_len[c] and t < Tn
                 q_s[r, d] = T.if_then_else(valid, q[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
                 k_s[r, d] = T.if_then_else(valid, k[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
-                G_s[r, d] = T.if_then_else(
-                    valid,
-                    lower_bound * _math.LOG2E * _math.sigmoid(
-                        _math.exp(A_log[h], fast) * (T.Cast(accum, g[slot_b[c], t, h, d]) + dt_bias[h, d]), fast),
-                    0.0)
+                g_s[r, d] = T.if_then_else(valid, g[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
             for r in T.Parallel(R):
                 c = r // C
                 valid = r % C < slot_len[c] and slot_t0[c] + r % C < Tn
                 beta_s[r] = T.if_then_else(
                     valid, _math.sigmoid(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, h]), fast), 0.0)
+
+            # Gate and its in-chunk cumsum, one (chunk, channel) column per thread, in registers.
+            for c, d in T.Parallel(CPB, K):
+                gcol = T.alloc_local((C,), accum)
+                a_h = _math.exp(A_log[h], fast)
+                for i in T.unroll(C):
+                    gcol[i] = T.if_then_else(
+                        i < slot_len[c],
+                        lower_bound * _math.LOG2E * _math.sigmoid(
+                            a_h * (T.Cast(accum, g_s[c * C + i, d]) + dt_bias[h, d]), fast),
+                        0.0)
+                for i in T.unroll(1, C):
+                    gcol[i] = gcol[i] + gcol[i - 1]
+                for i in T.unroll(C):
+                    G_s[c * C + i, d] = gcol[i]
 
             for r, d in T.Parallel(R, K):
                 sq[r, d] = T.Cast(accum, q_s[r, d]) * T.Cast(accum, q_s[r, d])
@@ -163,39 +175,34 @@ def build_k1(cfg: K1Config):
             for r in T.Parallel(R):
                 rk_s[r] = _math.rsqrt(nrm[r] + 1e-6, fast)
 
-            for c, d in T.Parallel(CPB, K):
-                run = T.alloc_var(accum, init=0.0)
-                for i in T.serial(C):
-                    run = run + G_s[c * C + i, d]
-                    G_s[c * C + i, d] = run
-
+            # kd, qd, kr go to the workspace from fp32; the bf16 operands of the L and Mqk
+            # products overwrite q_s and k_s in place (each element read, then written, by one thread).
             for r, d in T.Parallel(R, K):
+                c = r // C
                 Gr = G_s[r, d]
                 kn = T.Cast(accum, k_s[r, d]) * rk_s[r]
-                kd_s[r, d] = T.Cast(cfg.in_dtype, kn * _math.exp2(Gr, fast))
-                qd_s[r, d] = T.Cast(cfg.in_dtype, T.Cast(accum, q_s[r, d]) * rq_s[r] * _math.exp2(Gr, fast))
+                qn = T.Cast(accum, q_s[r, d]) * rq_s[r]
+                e_pos = _math.exp2(Gr, fast)
+                if slot_len[c] > 0:
+                    row = (bc * CPB + c) * C + r % C
+                    kd[h, row, d] = T.Cast(cfg.ws_dtype, kn * e_pos)
+                    qd[h, row, d] = T.Cast(cfg.ws_dtype, qn * e_pos)
+                    kr[h, row, d] = T.Cast(cfg.ws_dtype, kn * _math.exp2(G_s[c * C + C - 1, d] - Gr, fast))
                 ki_s[r, d] = T.Cast(cfg.in_dtype, kn * _math.exp2(-Gr, fast))
+                k_s[r, d] = T.Cast(cfg.in_dtype, kn * e_pos)
+                q_s[r, d] = T.Cast(cfg.in_dtype, qn * e_pos)
+            for c, d in T.Parallel(CPB, K):
+                if slot_len[c] > 0:
+                    gC[h, bc * CPB + c, d] = _math.exp2(G_s[c * C + C - 1, d], fast)
 
-            T.gemm(kd_s, ki_s, Lf, transpose_B=True, clear_accum=True)
-            T.gemm(qd_s, ki_s, Mf, transpose_B=True, clear_accum=True)
+            T.gemm(k_s, ki_s, Lf, transpose_B=True, clear_accum=True)
+            T.gemm(q_s, ki_s, Mf, transpose_B=True, clear_accum=True)
 
             for r, j in T.Parallel(R, R):
                 if r // C == j // C:
                     L_s[r, j % C] = T.if_then_else(r % C > j % C, Lf[r, j] * beta_s[r], 0.0)
                     M_s[r, j % C] = T.if_then_else(r % C >= j % C, Mf[r, j], 0.0)
 
-            for r, d in T.Parallel(R, K):
-                c = r // C
-                if slot_len[c] > 0:
-                    row = (bc * CPB + c) * C + r % C
-                    kn = T.Cast(accum, k_s[r, d]) * rk_s[r]
-                    kd[h, row, d] = T.Cast(cfg.ws_dtype, kn * _math.exp2(G_s[r, d], fast))
-                    qd[h, row, d] = T.Cast(cfg.ws_dtype, T.Cast(accum, q_s[r, d]) * rq_s[r]
-                                           * _math.exp2(G_s[r, d], fast))
-                    kr[h, row, d] = T.Cast(cfg.ws_dtype, kn * _math.exp2(G_s[c * C + C - 1, d] - G_s[r, d], fast))
-            for c, d in T.Parallel(CPB, K):
-                if slot_len[c] > 0:
-                    gC[h, bc * CPB + c, d] = _math.exp2(G_s[c * C + C - 1, d], fast)
             for r, j in T.Parallel(R, C):
                 c = r // C
                 if slot_len[c] > 0:

@@ -47,7 +47,7 @@ class K2Config:
     def name(self) -> str:
         h0 = {None: "h0none", "float32": "h0f32", "bfloat16": "h0bf16"}[self.initial_state]
         ht = "ht" if self.final_state else "htnone"
-        return "k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}"
+        return "k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}_bv{self.block_v}"
 
     def pass_configs(self) -> dict:
         return {}
@@ -132,16 +132,16 @@ def build_k2(cfg: K2Config):
                 T.copy(Ab[h, row0:row0 + C, :], Ab_s)
                 T.copy(Mqk[h, row0:row0 + C, :], Mqk_s)
                 T.copy(gC[h, slot0 + c, :], gC_s)
-                for r, j in T.Parallel(C, BV):
-                    t = c * C + r
-                    v_s[r, j] = T.if_then_else(t < seqlen, v[b, bos + t, h, bv * BV + j],
-                                               T.Cast(cfg.in_dtype, 0))
+                # Rows past the sequence end belong to the next sequence (or lie past T, where
+                # the bulk copy fills zeros); they are masked where Wt is formed.
+                T.copy(v[b, bos + c * C:bos + c * C + C, h, bv * BV:(bv + 1) * BV], v_s)
 
                 T.copy(St, St_s)
                 T.gemm(St_s, kd_s, Wt, transpose_B=True, clear_accum=True)
                 T.gemm(St_s, qd_s, Ot, transpose_B=True, clear_accum=True)
                 for j, r in T.Parallel(BV, C):
-                    Wt_s[j, r] = T.Cast(cfg.mat_dtype, T.Cast(accum, v_s[r, j]) - Wt[j, r])
+                    Wt_s[j, r] = T.Cast(cfg.mat_dtype, T.if_then_else(
+                        c * C + r < seqlen, T.Cast(accum, v_s[r, j]) - Wt[j, r], 0.0))
                 T.gemm(Wt_s, Ab_s, Ut, transpose_B=True, clear_accum=True)
                 T.copy(Ut, Ut_s)
                 T.gemm(Ut_s, Mqk_s, Ot, transpose_B=True)

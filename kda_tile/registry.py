@@ -41,8 +41,11 @@ def _released() -> tuple[Build, ...]:
     for varlen, fast_math in itertools.product((False, True), (False, True)):
         builds.append(Build("k1", K1Config(varlen=varlen, fast_math=fast_math)))
     # K2 does no transcendental math, so fast_math selects only among K1 builds.
-    for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
-        builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final)))
+    # Two value-block widths: 32 doubles the programs for inputs with few (sequence, head) pairs.
+    for varlen, h0, out_final, block_v in itertools.product(
+            (False, True), (None, "float32", "bfloat16"), (False, True), (64, 32)):
+        builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final,
+                                           block_v=block_v)))
     return tuple(builds)
 
 

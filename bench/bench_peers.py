@@ -1,0 +1,212 @@
+"""Side-by-side forward benchmark on one GPU: kda_tile vs fla's Triton chunk_kda (FLA_FLASH_KDA=0)
+vs the cuDNN frontend KDA, in one process, on the same inputs, at the shapes of KDA.md's table,
+with fp32 initial and final state. Each peer's output is checked against ours before timing.
+
+    python bench/bench_peers.py [--out DIR] [--quick]
+
+Writes DIR/<date>-h200.json, DIR/<date>-h200.md and DIR/<date>-h200.png (DIR defaults to $OUT
+or bench/results).
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("FLA_FLASH_KDA", "0")
+
+import torch  # noqa: E402
+
+SHAPES = [  # (H, sequence lengths)
+    (96, [8192]),
+    (96, [1300, 547, 2048, 963, 271, 3063]),
+    (96, [1024] * 8),
+    (64, [8192]),
+    (64, [1300, 547, 2048, 963, 271, 3063]),
+    (64, [1024] * 8),
+    (96, [1024] * 16),
+    (32, [32768]),
+    (8, [65536]),
+]
+LOWER_BOUND = -5.0
+
+
+def label(H, lens):
+    if len(set(lens)) == 1:
+        return f"H{H} {len(lens)}x{lens[0]}"
+    return f"H{H} [{','.join(map(str, lens))}]"
+
+
+def make_inputs(H, lens, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    T = sum(lens)
+    bf = torch.bfloat16
+    d = dict(
+        q=torch.randn(1, T, H, 128, device="cuda", generator=g).to(bf),
+        k=torch.randn(1, T, H, 128, device="cuda", generator=g).to(bf),
+        v=torch.randn(1, T, H, 128, device="cuda", generator=g).to(bf),
+        g=torch.randn(1, T, H, 128, device="cuda", generator=g).to(bf),
+        beta=torch.randn(1, T, H, device="cuda", generator=g).to(bf),
+        A_log=torch.empty(H, device="cuda").uniform_(0.0, 2.7, generator=g),
+        dt_bias=torch.randn(H, 128, device="cuda", generator=g) * 0.5,
+        h0=torch.randn(len(lens), H, 128, 128, device="cuda", generator=g),
+        cu=torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int64, device="cuda"),
+    )
+    d["cu32"] = d["cu"].int()
+    return d
+
+
+def run_ours(d):
+    import kda_tile
+    return kda_tile.kda_prefill(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"], dt_bias=d["dt_bias"],
+                                lower_bound=LOWER_BOUND, initial_state=d["h0"], output_final_state=True,
+                                cu_seqlens=d["cu"])
+
+
+def run_fla(d):
+    from fla.ops.kda import chunk_kda
+    return chunk_kda(q=d["q"], k=d["k"], v=d["v"], g=d["g"], beta=d["beta"], scale=128 ** -0.5,
+                     initial_state=d["h0"], output_final_state=True, use_gate_in_kernel=True,
+                     use_qk_l2norm_in_kernel=True, use_beta_sigmoid_in_kernel=True, safe_gate=True,
+                     A_log=d["A_log"], dt_bias=d["dt_bias"], lower_bound=LOWER_BOUND, state_v_first=True,
+                     cu_seqlens=d["cu"])
+
+
+def run_cudnn(d):
+    import cudnn.linear_attention as cla
+    o, ht = cla.kimi_delta_attention(
+        d["q"][0], d["k"][0], d["v"][0], d["g"][0], d["beta"][0], d["cu32"], scale=128 ** -0.5,
+        initial_state=d["h0"], output_final_state=True, use_qk_l2norm_in_kernel=True,
+        use_beta_sigmoid_in_kernel=True, safe_gate=True, gate_lower_bound=LOWER_BOUND,
+        a_log=d["A_log"], dt_bias=d["dt_bias"])
+    return o.unsqueeze(0) if o.dim() == 3 else o, ht
+
+
+def stage_timers(d):
+    """Times K1 and K2 of kda_tile separately, through the same compiled kernels."""
+    from kda_tile import _launch, api
+    k1, k2 = api.select_builds(varlen=True, fast_math=False, initial_state_dtype="float32", output_final_state=True,
+                               programs_per_64_columns=api._programs(d["q"], d["v"], d["cu"]))
+    return _launch.stage_callables(k1, k2, d["q"], d["k"], d["v"], d["g"], d["beta"], d["A_log"], d["dt_bias"],
+                                   d["cu"], d["h0"], LOWER_BOUND, 128 ** -0.5)
+
+
+def rel(a, b):
+    a, b = a.double(), b.double()
+    return float((a - b).norm() / b.norm())
+
+
+def host_time_us(fn, n=200):
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+        torch.cuda.synchronize()
+    return statistics.median(ts) * 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.environ.get("OUT") or str(Path(__file__).parent / "results"))
+    ap.add_argument("--quick", action="store_true", help="first three shapes only")
+    args = ap.parse_args()
+    from triton.testing import do_bench
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    peers = {"kda_tile": run_ours, "fla_triton": run_fla, "cudnn_fe": run_cudnn}
+    rows = []
+    shapes = SHAPES[:3] if args.quick else SHAPES
+    for i, (H, lens) in enumerate(shapes):
+        d = make_inputs(H, lens, seed=100 + i)
+        row = {"shape": label(H, lens), "H": H, "lens": lens, "T": sum(lens)}
+        with torch.inference_mode():
+            o_ref, ht_ref = run_ours(d)
+            for name, fn in peers.items():
+                try:
+                    o, ht = fn(d)
+                    torch.cuda.synchronize()
+                    row[f"{name}_err_o_vs_ours"] = rel(o.reshape(o_ref.shape), o_ref)
+                    row[f"{name}_err_ht_vs_ours"] = rel(ht.reshape(ht_ref.shape).float(), ht_ref.float())
+                    agree = row[f"{name}_err_o_vs_ours"] < 2e-2 and row[f"{name}_err_ht_vs_ours"] < 2e-2
+                    row[f"{name}_agrees"] = agree
+                    row[f"{name}_ms"] = do_bench(lambda: fn(d), warmup=25, rep=200, return_mode="median")
+                except Exception as e:  # a peer that cannot run this shape gets no time, and says why
+                    row[f"{name}_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                    row[f"{name}_ms"] = None
+            try:
+                k1_fn, k2_fn = stage_timers(d)
+                row["kda_tile_k1_ms"] = do_bench(k1_fn, warmup=25, rep=200, return_mode="median")
+                row["kda_tile_k2_ms"] = do_bench(k2_fn, warmup=25, rep=200, return_mode="median")
+            except Exception as e:
+                row["stage_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        for peer in ("fla_triton", "cudnn_fe"):
+            if row.get(f"{peer}_ms") and row.get("kda_tile_ms"):
+                row[f"speedup_vs_{peer}"] = row[f"{peer}_ms"] / row["kda_tile_ms"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del d
+        torch.cuda.empty_cache()
+
+    # Host CPU time per call at a tiny shape (T=64, H=1).
+    host = {}
+    d = make_inputs(1, [64], seed=1)
+    with torch.inference_mode():
+        for name, fn in peers.items():
+            try:
+                host[name] = host_time_us(lambda: fn(d))
+            except Exception as e:
+                host[name] = f"{type(e).__name__}: {str(e)[:200]}"
+
+    date = datetime.date.today().isoformat()
+    meta = {"date": date, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "timing": "triton.testing.do_bench median, warmup 25 ms, rep 200 ms; fp32 h0 and ht; varlen packing",
+            "host_us_T64_H1": host}
+    (out / f"{date}-h200.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    lines = [f"# KDA forward on {meta['device']} ({date})", "",
+             "Median ms (triton do_bench), bf16, D=128, fp32 initial and final state. Ratio = peer / kda_tile (>1: kda_tile faster).", "",
+             "| shape | kda_tile | K1 | K2 | fla Triton | ratio | cuDNN FE | ratio | max err vs ours |",
+             "|---|---|---|---|---|---|---|---|---|"]
+
+    def f(x):
+        return "-" if x is None else f"{x:.3f}"
+    for r in rows:
+        errs = [r.get(f"{p}_err_o_vs_ours") for p in ("fla_triton", "cudnn_fe")]
+        errs = [e for e in errs if e is not None]
+        lines.append(f"| {r['shape']} | {f(r.get('kda_tile_ms'))} | {f(r.get('kda_tile_k1_ms'))} | "
+                     f"{f(r.get('kda_tile_k2_ms'))} | {f(r.get('fla_triton_ms'))} | {f(r.get('speedup_vs_fla_triton'))} | "
+                     f"{f(r.get('cudnn_fe_ms'))} | {f(r.get('speedup_vs_cudnn_fe'))} | "
+                     f"{max(errs) if errs else '-'} |")
+    lines += ["", "Host CPU time per call, T=64 H=1 (us, median): " +
+              ", ".join(f"{k}: {v if isinstance(v, str) else f'{v:.1f}'}" for k, v in host.items())]
+    (out / f"{date}-h200.md").write_text("\n".join(lines) + "\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(11, 4.5))
+        w = 0.27
+        for j, name in enumerate(peers):
+            ys = [r.get(f"{name}_ms") or 0 for r in rows]
+            ax.bar([i + (j - 1) * w for i in range(len(rows))], ys, w, label=name)
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels([r["shape"] for r in rows], rotation=25, ha="right", fontsize=7)
+        ax.set_ylabel("ms (median)")
+        ax.set_title(f"KDA forward, {meta['device']}, fp32 state in/out")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / f"{date}-h200.png", dpi=110)
+    except Exception as e:
+        print("plot failed:", e, file=sys.stderr)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

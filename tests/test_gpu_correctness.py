@@ -1,0 +1,146 @@
+"""GPU correctness matrix (run on the H200: `pytest -m gpu tests/test_gpu_correctness.py`).
+
+Every case draws fresh random inputs, poisons the outputs and the workspace with NaN
+(KDA_TILE_POISON=1), runs kda_prefill and compares o and the final state against the
+float64 token recurrence computed on the GPU. Results land in $OUT/gpu_matrix.json when
+OUT is set (the device tool), else in tests/results/gpu_matrix.json.
+"""
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.gpu
+
+TOL = 5e-3
+RESULTS: list[dict] = []
+STATE_MODES = [  # (initial_state dtype, output_final_state)
+    (None, False), ("float32", False), ("bfloat16", False), (None, True), ("float32", True), ("bfloat16", True),
+]
+MODE_IDS = ["none", "in-f32", "in-bf16", "out-f32", "inout-f32", "inout-bf16"]
+VARLEN_LISTS = [[16], [16, 16], [4, 8, 12], [17, 33, 65], [20, 50, 100], [64, 128, 256],
+                [1300, 547, 2048, 963, 271, 3063], [1024] * 8]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _record():
+    os.environ["KDA_TILE_POISON"] = "1"
+    yield
+    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).parent / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gpu_matrix.json").write_text(json.dumps(
+        {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "tol": TOL, "cases": RESULTS}, indent=1))
+
+
+def _refs(inp, cu, scale=None):
+    """float64 references for the three initial-state choices, computed once per input set."""
+    from kda_tile import reference as R
+    args = dict(gate_kind="safe", A_log=inp["A_log"], dt_bias=inp["dt_bias"], lower_bound=inp["lower_bound"],
+                scale=scale, output_final_state=True, cu_seqlens=cu)
+    refs = {}
+    for h0 in (None, "float32", "bfloat16"):
+        s0 = None if h0 is None else inp["h0"].to(getattr(torch, h0))
+        refs[h0] = R.kda_recurrent(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], initial_state=s0, **args)
+    return refs
+
+
+def _inputs(B, T, H, cu=None, seed=0, g_raw=None, dt_bias=None, qk_scale=(1.0, 1.0), lower_bound=-5.0):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    dev = "cuda"
+    N = B if cu is None else cu.numel() - 1
+    bf = torch.bfloat16
+    inp = dict(
+        q=(torch.randn(B, T, H, 128, device=dev, generator=gen) * qk_scale[0]).to(bf),
+        k=(torch.randn(B, T, H, 128, device=dev, generator=gen) * qk_scale[1]).to(bf),
+        v=torch.randn(B, T, H, 128, device=dev, generator=gen).to(bf),
+        g=torch.randn(B, T, H, 128, device=dev, generator=gen).to(bf) if g_raw is None else g_raw,
+        beta=torch.randn(B, T, H, device=dev, generator=gen).to(bf),
+        A_log=torch.empty(H, device=dev).uniform_(0.0, 2.7, generator=gen),
+        dt_bias=(torch.randn(H, 128, device=dev, generator=gen) * 0.5) if dt_bias is None else dt_bias,
+        h0=torch.randn(N, H, 128, 128, device=dev, generator=gen),
+        lower_bound=lower_bound,
+    )
+    return inp
+
+
+def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False):
+    import kda_tile
+    from kda_tile.reference import rel_err
+    refs = _refs(inp, cu)
+    failures = []
+    for mi in modes:
+        h0_dtype, out_final = STATE_MODES[mi]
+        s0 = None if h0_dtype is None else inp["h0"].to(getattr(torch, h0_dtype))
+        t0 = time.perf_counter()
+        o, ht = kda_tile.kda_prefill(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], A_log=inp["A_log"],
+                                     dt_bias=inp["dt_bias"], lower_bound=inp["lower_bound"], initial_state=s0,
+                                     output_final_state=out_final, cu_seqlens=cu, fast_math=fast_math)
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+        o_ref, ht_ref = refs[h0_dtype]
+        e_o = rel_err(o, o_ref)
+        e_h = None
+        if out_final:
+            assert ht is not None and ht.dtype == (s0.dtype if s0 is not None else torch.float32)
+            e_h = rel_err(ht, ht_ref)
+        else:
+            assert ht is None
+        nan = bool(torch.isnan(o).any()) or (ht is not None and bool(torch.isnan(ht).any()))
+        RESULTS.append(dict(case=case, mode=MODE_IDS[mi], fast_math=fast_math, err_o=e_o, err_ht=e_h,
+                            unwritten_or_nan=nan, seconds=round(wall, 4)))
+        if nan or not e_o <= TOL or (e_h is not None and not e_h <= TOL):
+            failures.append(f"{case} {MODE_IDS[mi]}: err_o={e_o:.3e} err_ht={e_h} nan={nan}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("H", [1, 4, 32, 96])
+@pytest.mark.parametrize("T", [16, 17, 37, 64, 97, 256, 1024, 4096, 8192])
+def test_fixed(T, H):
+    inp = _inputs(1, T, H, seed=T * 1000 + H)
+    _run_modes(f"fixed B=1 T={T} H={H}", inp, None)
+
+
+@pytest.mark.parametrize("H", [1, 4, 96])
+@pytest.mark.parametrize("lens", VARLEN_LISTS, ids=lambda l: "x".join(map(str, l[:3])) + f"_n{len(l)}")
+def test_varlen(lens, H):
+    cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
+    inp = _inputs(1, sum(lens), H, cu=cu, seed=sum(lens) + H)
+    _run_modes(f"varlen {lens} H={H}", inp, cu)
+
+
+@pytest.mark.parametrize("B,T", [(2, 64), (2, 1024), (4, 256), (8, 128)])
+def test_batched(B, T):
+    inp = _inputs(B, T, 4, seed=B * T)
+    _run_modes(f"batched B={B} T={T} H=4", inp, None)
+
+
+def test_long():
+    inp = _inputs(1, 131072, 4, seed=7)
+    _run_modes("long T=131072 H=4", inp, None, modes=[0, 4])
+
+
+@pytest.mark.parametrize("g_val", [8.0, -8.0])
+@pytest.mark.parametrize("dt_val", [8.0, -8.0])
+def test_adversarial_gates(g_val, dt_val):
+    H, T = 4, 1000
+    g = torch.full((1, T, H, 128), g_val, device="cuda", dtype=torch.bfloat16)
+    dt = torch.full((H, 128), dt_val, device="cuda")
+    inp = _inputs(1, T, H, seed=11, g_raw=g, dt_bias=dt)
+    _run_modes(f"adversarial g={g_val} dt_bias={dt_val}", inp, None, modes=[0, 4])
+
+
+def test_qk_norm_spread():
+    inp = _inputs(1, 777, 4, seed=13, qk_scale=(1e-3, 1e3))
+    _run_modes("q*1e-3 k*1e3", inp, None, modes=[0, 4])
+    inp = _inputs(1, 777, 4, seed=14, qk_scale=(1e3, 1e-3))
+    _run_modes("q*1e3 k*1e-3", inp, None, modes=[0, 4])
+
+
+@pytest.mark.parametrize("lower_bound", [-5.0, -1.0, -0.01])
+def test_lower_bounds_and_fast_math(lower_bound):
+    inp = _inputs(1, 517, 4, seed=17, lower_bound=lower_bound)
+    _run_modes(f"lower_bound={lower_bound}", inp, None, modes=[0, 4])
+    _run_modes(f"lower_bound={lower_bound} fast_math", inp, None, modes=[0, 4], fast_math=True)
