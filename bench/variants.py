@@ -14,9 +14,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-K1_VARIANTS = [dict(chunks_per_cta=4), dict(chunks_per_cta=2)]
-K2_VARIANTS = [dict(block_v=64, num_stages=2), dict(block_v=32, num_stages=2), dict(block_v=64, num_stages=3),
-               dict(block_v=32, num_stages=3)]
+K1_VARIANTS = [dict(chunks_per_cta=2), dict(chunks_per_cta=2, threads=64), dict(chunks_per_cta=1, threads=64)]
+K2_VARIANTS = [dict(block_v=64, num_stages=2), dict(block_v=32, num_stages=2)]
 
 
 def builds():
@@ -82,7 +81,7 @@ def _short(c):
     if not c:
         return ""
     import re
-    return " ".join(re.findall(r"(chunks_per_cta=\d+|block_v=\d+|num_stages=\d+)", c))
+    return " ".join(re.findall(r"(chunks_per_cta=\d+|threads=\d+|block_v=\d+|num_stages=\d+)", c))
 
 
 if __name__ == "__main__":

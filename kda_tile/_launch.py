@@ -54,6 +54,7 @@ def _args(k1, k2, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, l
 
 def launch(k1: registry.Build, k2: registry.Build, q, k, v, g, beta, A_log, dt_bias, cu_seqlens,
            initial_state, lower_bound: float, scale: float):
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
     ws, o, ht = _buffers(k1, k2, q, v, cu_seqlens)
     a1, a2 = _args(k1, k2, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale, ws, o, ht)
     compiled(k1)(*a1)

@@ -25,13 +25,18 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
 
 
 def _entry(k1, k2):
+    """The host entry for one (K1, K2) pair, once both builds pass the release gate."""
     gate.check(k1)
     gate.check(k2)
     if os.environ.get("KDA_TILE_BACKEND", "generated") == "generated":
         from host_codegen import get_entry
-        return get_entry(k1, k2)
-    from . import _launch
+        entry = get_entry(k1, k2)
+        return entry.fast if hasattr(entry, "fast") else entry
+    from . import _launch  # TileLang's own JIT launchers, for debugging the generated entry
     return lambda *a: _launch.launch(k1, k2, *a)
+
+
+_ENTRIES: dict = {}
 
 
 def _programs(q, v, cu_seqlens) -> int:
@@ -41,6 +46,30 @@ def _programs(q, v, cu_seqlens) -> int:
         return n_seqs * q.shape[2] * max(1, v.shape[-1] // 64)
     except (AttributeError, IndexError, TypeError):
         return NARROW_BLOCK_BELOW
+
+
+def _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math):
+    if initial_state is not None and not isinstance(initial_state, torch.Tensor):
+        raise TypeError(f"initial_state: expected a torch.Tensor or None, got {type(initial_state).__name__}")
+    if initial_state is not None and initial_state.dtype not in _STATE_DTYPES:
+        raise TypeError(f"initial_state: expected dtype float32 or bfloat16, got {initial_state.dtype}")
+    return select_builds(
+        varlen=cu_seqlens is not None, fast_math=bool(fast_math),
+        initial_state_dtype=None if initial_state is None else _STATE_DTYPES[initial_state.dtype],
+        output_final_state=bool(output_final_state),
+        programs_per_64_columns=_programs(q, v, cu_seqlens))
+
+
+def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None, initial_state=None,
+                 output_final_state=False, cu_seqlens=None, fast_math=False, device=None, validate="fast"):
+    """Runs every check kda_prefill runs, launching nothing. `device` names the device the
+    tensors must share (default: a CUDA device), so the rules can be exercised on the CPU."""
+    from host_codegen import get_entry
+    k1, k2 = _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+    entry = get_entry(k1, k2)
+    kw = {} if device is None else {"expect_device": str(device)}
+    return entry.validate_only(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
+                               validate=validate, **kw)
 
 
 def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None,
@@ -53,16 +82,10 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
     Returns (o [B, T, H, V] bf16, final_state [N, H, V, K] or None); final_state's dtype
     follows initial_state (fp32 without one).
     """
-    if initial_state is not None and not isinstance(initial_state, torch.Tensor):
-        raise TypeError(f"initial_state: expected a torch.Tensor or None, got {type(initial_state).__name__}")
-    if initial_state is not None and initial_state.dtype not in _STATE_DTYPES:
-        raise TypeError(f"initial_state: expected dtype float32 or bfloat16, got {initial_state.dtype}")
-    if scale is None:
-        scale = q.shape[-1] ** -0.5 if isinstance(q, torch.Tensor) and q.dim() == 4 else 128 ** -0.5
-    k1, k2 = select_builds(
-        varlen=cu_seqlens is not None, fast_math=bool(fast_math),
-        initial_state_dtype=None if initial_state is None else _STATE_DTYPES[initial_state.dtype],
-        output_final_state=bool(output_final_state),
-        programs_per_64_columns=_programs(q, v, cu_seqlens))
-    entry = _entry(k1, k2)
-    return entry(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, float(lower_bound), float(scale))
+    key = (cu_seqlens is not None, fast_math, None if initial_state is None else getattr(initial_state, "dtype", None),
+           output_final_state, _programs(q, v, cu_seqlens) < NARROW_BLOCK_BELOW)
+    fn = _ENTRIES.get(key)
+    if fn is None:
+        k1, k2 = _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+        fn = _ENTRIES[key] = _entry(k1, k2)
+    return fn(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale)

@@ -26,22 +26,27 @@ VARLEN_LISTS = [[16], [16, 16], [4, 8, 12], [17, 33, 65], [20, 50, 100], [64, 12
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _record():
+def _poison():
     os.environ["KDA_TILE_POISON"] = "1"
     yield
+    os.environ.pop("KDA_TILE_POISON", None)
+
+
+def _flush():
+    """Rewritten after every case, so a run cut short still leaves its results."""
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).parent / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "gpu_matrix.json").write_text(json.dumps(
         {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "tol": TOL, "cases": RESULTS}, indent=1))
 
 
-def _refs(inp, cu, scale=None):
-    """float64 references for the three initial-state choices, computed once per input set."""
+def _refs(inp, cu, modes, scale=None):
+    """float64 references for the initial-state choices the modes need, one per input set."""
     from kda_tile import reference as R
     args = dict(gate_kind="safe", A_log=inp["A_log"], dt_bias=inp["dt_bias"], lower_bound=inp["lower_bound"],
                 scale=scale, output_final_state=True, cu_seqlens=cu)
     refs = {}
-    for h0 in (None, "float32", "bfloat16"):
+    for h0 in {STATE_MODES[m][0] for m in modes}:
         s0 = None if h0 is None else inp["h0"].to(getattr(torch, h0))
         refs[h0] = R.kda_recurrent(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], initial_state=s0, **args)
     return refs
@@ -69,7 +74,7 @@ def _inputs(B, T, H, cu=None, seed=0, g_raw=None, dt_bias=None, qk_scale=(1.0, 1
 def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False):
     import kda_tile
     from kda_tile.reference import rel_err
-    refs = _refs(inp, cu)
+    refs = _refs(inp, cu, modes)
     failures = []
     for mi in modes:
         h0_dtype, out_final = STATE_MODES[mi]
@@ -93,6 +98,7 @@ def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False):
                             unwritten_or_nan=nan, seconds=round(wall, 4)))
         if nan or not e_o <= TOL or (e_h is not None and not e_h <= TOL):
             failures.append(f"{case} {MODE_IDS[mi]}: err_o={e_o:.3e} err_ht={e_h} nan={nan}")
+    _flush()
     assert not failures, "\n".join(failures)
 
 
@@ -144,3 +150,10 @@ def test_lower_bounds_and_fast_math(lower_bound):
     inp = _inputs(1, 517, 4, seed=17, lower_bound=lower_bound)
     _run_modes(f"lower_bound={lower_bound}", inp, None, modes=[0, 4])
     _run_modes(f"lower_bound={lower_bound} fast_math", inp, None, modes=[0, 4], fast_math=True)
+
+
+@pytest.mark.parametrize("lens", [[1], [1, 0, 16, 1, 33], [0, 5, 0], [15, 1, 17, 0]], ids=str)
+def test_varlen_single_token_and_empty(lens):
+    cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
+    inp = _inputs(1, sum(lens), 4, cu=cu, seed=23 + sum(lens))
+    _run_modes(f"varlen {lens} H=4", inp, cu)
