@@ -1,0 +1,169 @@
+"""Stage B: build, load and call the generated C++ entry through TVM-FFI.
+
+The C++ source is generated once per entry key and compiled into
+<cache_dir>/<key>/build/ (the key covers both IR hashes, so a changed kernel gets a fresh
+module). The kernels' cubins come from TileLang's own CUDA compile of each build's kernel
+source (sm_90a), written next to the module and handed to it at the first launch.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+from . import _load_module, _write_if_changed, cache_dir, entry_key, entry_spec, _lock
+from . import gen_cpp, gen_py
+
+
+def cpp_source(spec) -> str:
+    return gen_cpp.generate(spec)
+
+
+@functools.lru_cache(maxsize=None)
+def _module(k1_build, k2_build):
+    import tvm_ffi
+    import tvm_ffi.cpp
+
+    spec = entry_spec(k1_build, k2_build)
+    key = entry_key(spec)
+    d = os.path.join(cache_dir(), key)
+    os.makedirs(d, exist_ok=True)
+    src = os.path.join(d, "entry.cc")
+    with _lock:
+        _write_if_changed(src, cpp_source(spec))
+        so = tvm_ffi.cpp.build(f"kda_host_{key[:16]}", cpp_files=[src], build_directory=os.path.join(d, "build"),
+                               extra_cflags=["-O2", "-std=c++17"], extra_ldflags=["-ldl"])
+    return tvm_ffi.load_module(so), d
+
+
+def compile_cubin(build, out_path: str) -> str:
+    """The build's device code compiled to an sm_90a cubin by TileLang's CUDA backend."""
+    from kda_tile import registry
+    from tilelang import tvm
+    from tilelang.cuda.backend import tilelang_callback_cuda_compile
+
+    art = registry.lower(build)
+    with tvm.target.Target(registry.TARGET) as target:
+        binary = tilelang_callback_cuda_compile(art.kernel_source, target, build.config.pass_configs())
+    tmp = f"{out_path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(bytes(binary))
+    os.replace(tmp, out_path)
+    return out_path
+
+
+class CppEntry:
+    """entry(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
+    o=None, final_state=None, validate="fast") -> (o, final_state or None)."""
+
+    backend = "cpp"
+
+    def __init__(self, k1_build, k2_build):
+        self.k1_build, self.k2_build = k1_build, k2_build
+        self.spec = entry_spec(k1_build, k2_build)
+        self.module, self.dir = _module(k1_build, k2_build)
+        self._entry = self.module["entry"]
+        self._validate = self.module["validate_only"]
+        self._bench = self.module["bench_validate"]
+        self._vars = gen_cpp.shape_var_order(self.spec)
+        self._names = self._vars + [s.name for s in self.spec.scalars]
+        self._loaded = False
+        self._fast = None
+
+    def load_kernels(self):
+        """Compile (or reuse) both cubins and hand them to the module. Needs nvcc, not a GPU."""
+        if not self._loaded:
+            paths = []
+            for tag, b in (("k1", self.k1_build), ("k2", self.k2_build)):
+                p = os.path.join(self.dir, f"{tag}.cubin")
+                if not os.path.exists(p):
+                    compile_cubin(b, p)
+                paths.append(p)
+            self.module["load_cubins"](*paths)
+            self._loaded = True
+        return self
+
+    @property
+    def fast(self):
+        """The lowest-overhead call: fast(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state,
+        lower_bound, scale) -> (o, final_state or None); default validation, fresh outputs."""
+        if self._fast is None:
+            self.load_kernels()
+            path = os.path.join(self.dir, "fast.py")
+            with _lock:
+                _write_if_changed(path, gen_py.generate_fast(self.spec))
+            mod = _load_module(path, f"_kda_host_fast_{os.path.basename(self.dir)}")
+            entry = self._entry
+
+            def slow(*a):
+                r = entry(*a)
+                return r[0], r[1]
+            self._fast = mod.make(entry, slow)
+        return self._fast
+
+    @property
+    def raw(self):
+        """The TVM-FFI function itself, for the lowest call overhead:
+        raw(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale
+            [, o, final_state, flags]) -> (o or None when o was passed, final_state or None).
+        flags bit 0 = full validation."""
+        self.load_kernels()
+        return self._entry
+
+    def __call__(self, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
+                 o=None, final_state=None, validate="fast"):
+        if not self._loaded:
+            self.load_kernels()
+        if validate == "fast":
+            flags = 0
+        elif validate == "full":
+            flags = 1
+        else:
+            raise ValueError("validate: expected 'fast' or 'full', got " + repr(validate))
+        if o is None and final_state is None and flags == 0:
+            return (self._fast or self.fast)(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state,
+                                             lower_bound, scale)
+        r = self._entry(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
+                        o, final_state, flags)
+        ro, rht = r[0], r[1]
+        return (o if ro is None else ro), (final_state if rht is None else rht)
+
+    def dry_run(self, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
+                o=None, final_state=None, validate="fast"):
+        """The whole entry on CPU tensors except the driver calls (no cubins, descriptors or
+        launches): validation, workspace and output allocation, kernel-argument packing."""
+        flags = 4 | (1 if validate == "full" else 0)
+        r = self._entry(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
+                        o, final_state, flags)
+        ro, rht = r[0], r[1]
+        return (o if ro is None else ro), (final_state if rht is None else rht)
+
+    def dry_run_fast(self):
+        """`fast` with the dry-run flag: the same Python front on CPU tensors, no driver calls."""
+        path = os.path.join(self.dir, "fast.py")
+        with _lock:
+            _write_if_changed(path, gen_py.generate_fast(self.spec))
+        mod = _load_module(path, f"_kda_host_fast_{os.path.basename(self.dir)}")
+        entry = self._entry
+
+        def dry(*a):
+            if len(a) == 14:
+                a = a[:13] + (a[13] | 4,)
+            r = entry(*a)
+            return (r[0], r[1]) if len(a) != 14 or not (a[13] & 8) else r
+        return mod.make(dry, lambda *a: dry(*a, None, None, 4))
+
+    def validate_only(self, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
+                      o=None, final_state=None, expect_device="cuda", validate="fast"):
+        if validate not in ("fast", "full"):
+            raise ValueError("validate: expected 'fast' or 'full', got " + repr(validate))
+        dev = {"cpu": 1, "cuda": 2}[expect_device]
+        r = self._validate(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
+                           o, final_state, 1 if validate == "full" else 0, dev)
+        return dict(zip(self._names, list(r)))
+
+    def bench_validate(self, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
+                       expect_device="cuda", iters=100000) -> float:
+        """Nanoseconds per validation, timed inside C++ (no FFI call cost)."""
+        dev = {"cpu": 1, "cuda": 2}[expect_device]
+        return float(self._bench(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
+                                 None, None, 0, dev, iters))

@@ -1,0 +1,717 @@
+"""Renders an EntrySpec into the C++ source of one TVM-FFI host entry (stage B).
+
+Exports (TVM-FFI packed functions):
+  entry(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale
+        [, o, final_state, flags]) -> (o or None if the caller passed o, final_state or None)
+      validates, allocates workspace and outputs, encodes the TMA descriptors, launches K1
+      then K2 on the caller's current stream. flags: bit 0 full validation (cu_seqlens
+      contents); bit 2 dry run on CPU tensors (no driver calls); bit 3 return o alone.
+  validate_only(<same 11>, o, final_state, flags, expect_device_type) -> [shape vars..., lower_bound, scale]
+  load_cubins(k1_path, k2_path)
+  bench_validate(<same 11>, iters) -> ns per validation, timed inside C++.
+The CUDA driver is opened with dlopen("libcuda.so.1") at the first launch, so the module
+builds and validates on a machine without a GPU.
+"""
+from __future__ import annotations
+
+from . import expr as X
+from . import rules as R
+from .spec import DTYPE_BYTES, IR_TO_PUBLIC, EntrySpec
+
+ARG_INDEX = {"q": 0, "k": 1, "v": 2, "g": 3, "beta": 4, "A_log": 5, "dt_bias": 6, "cu_seqlens": 7,
+             "initial_state": 8, "lower_bound": 9, "scale": 10, "o": 11, "final_state": 12}
+FLAGS_INDEX = 13
+EXPECT_DEVICE_INDEX = 14
+
+# DLDataType (code, bits) per dtype name; codes: 0 int, 1 uint, 2 float, 4 bfloat, 6 bool.
+DL_DTYPE = {"bfloat16": (4, 16), "float16": (2, 16), "float32": (2, 32), "float64": (2, 64),
+            "int32": (0, 32), "int64": (0, 64), "int8": (0, 8), "uint8": (1, 8), "bool": (6, 8)}
+
+WS_ALIGN = 256
+
+
+def _v(name):
+    return f"v_{name}"
+
+
+def _s(name):
+    return f"s_{name}"
+
+
+def _c(e):
+    return X.to_c(e, _v)
+
+
+def _lit(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+_PRELUDE = r'''
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <tvm/ffi/any.h>
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/container/tuple.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/string.h>
+
+namespace ffi = tvm::ffi;
+
+namespace {
+
+struct ArgError {
+  const char* kind;
+  std::string msg;
+};
+
+[[noreturn]] void fail(const char* kind, std::string msg) { throw ArgError{kind, std::move(msg)}; }
+
+inline int64_t kda_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+inline int64_t kda_floormod(int64_t a, int64_t b) { return a - kda_floordiv(a, b) * b; }
+
+std::string S(int64_t x) { return std::to_string(x); }
+
+// Python's repr of a float: shortest round-trip digits, ".0" on integral values.
+std::string F(double x) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof(buf), x);
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+DLTensor* as_dl(const TVMFFIAny& a) {
+  if (a.type_index == kTVMFFIDLTensorPtr) return static_cast<DLTensor*>(a.v_ptr);
+  if (a.type_index == kTVMFFITensor) return TVMFFITensorGetDLTensorPtr(a.v_obj);
+  return nullptr;
+}
+bool is_none(const TVMFFIAny& a) { return a.type_index == kTVMFFINone; }
+
+std::string type_name(const TVMFFIAny& a) {
+  switch (a.type_index) {
+    case kTVMFFINone: return "NoneType";
+    case kTVMFFIInt: return "int";
+    case kTVMFFIBool: return "bool";
+    case kTVMFFIFloat: return "float";
+    case kTVMFFIDLTensorPtr:
+    case kTVMFFITensor: return "Tensor";
+    case kTVMFFIRawStr:
+    case kTVMFFISmallStr:
+    case kTVMFFIStr: return "str";
+    default: {
+      const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(a.type_index);
+      if (info != nullptr) return std::string(info->type_key.data, info->type_key.size);
+      return "type index " + std::to_string(a.type_index);
+    }
+  }
+}
+
+std::string dtype_name(DLDataType t) {
+  if (t.lanes == 1) {
+    if (t.code == kDLBfloat && t.bits == 16) return "bfloat16";
+    if (t.code == kDLFloat) return "float" + std::to_string(t.bits);
+    if (t.code == kDLInt) return "int" + std::to_string(t.bits);
+    if (t.code == kDLUInt) return "uint" + std::to_string(t.bits);
+    if (t.code == kDLBool) return "bool";
+  }
+  return "dtype(code=" + std::to_string(t.code) + ", bits=" + std::to_string(t.bits) +
+         ", lanes=" + std::to_string(t.lanes) + ")";
+}
+
+std::string device_str(DLDevice d) {
+  switch (d.device_type) {
+    case kDLCPU: return "cpu";
+    case kDLCUDA: return "cuda:" + std::to_string(d.device_id);
+    default: return "device_type " + std::to_string(d.device_type) + ":" + std::to_string(d.device_id);
+  }
+}
+std::string device_type_str(int t) {
+  switch (t) {
+    case kDLCPU: return "cpu";
+    case kDLCUDA: return "cuda";
+    default: return "device_type " + std::to_string(t);
+  }
+}
+bool same_device(DLDevice a, DLDevice b) {
+  if (a.device_type != b.device_type) return false;
+  return a.device_type == kDLCPU || a.device_id == b.device_id;
+}
+
+void* data_ptr(const DLTensor* t) { return static_cast<char*>(t->data) + t->byte_offset; }
+
+int64_t numel(const DLTensor* t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; ++i) n *= t->shape[i];
+  return n;
+}
+
+bool overlap(const DLTensor* a, const DLTensor* b) {
+  int64_t na = numel(a), nb = numel(b);
+  if (na == 0 || nb == 0) return false;
+  uintptr_t a0 = reinterpret_cast<uintptr_t>(data_ptr(a));
+  uintptr_t b0 = reinterpret_cast<uintptr_t>(data_ptr(b));
+  uintptr_t a1 = a0 + na * ((a->dtype.bits * a->dtype.lanes + 7) / 8);
+  uintptr_t b1 = b0 + nb * ((b->dtype.bits * b->dtype.lanes + 7) / 8);
+  return a0 < b1 && b0 < a1;
+}
+
+double scalar_arg(const TVMFFIAny& a, const char* name) {
+  if (a.type_index == kTVMFFIFloat) return a.v_float64;
+  if (a.type_index == kTVMFFIInt) return static_cast<double>(a.v_int64);
+  fail("TypeError", std::string(name) + ": expected a float, got " + type_name(a));
+}
+
+// ---- CUDA driver API, opened at run time -------------------------------------------------
+typedef int CUresult;
+typedef void* CUmodule;
+typedef void* CUfunction;
+typedef void* CUstream;
+typedef void* CUcontext;
+typedef int CUdevice;
+struct alignas(64) CUtensorMap {
+  uint64_t opaque[16];
+};
+
+struct Driver {
+  bool ok = false;
+  std::string error;
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuGetErrorString)(CUresult, const char**);
+  CUresult (*cuDeviceGet)(CUdevice*, int);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
+  CUresult (*cuCtxGetCurrent)(CUcontext*);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*);
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void**, void**);
+  CUresult (*cuTensorMapEncodeTiled)(CUtensorMap*, int, uint32_t, void*, const uint64_t*,
+                                     const uint64_t*, const uint32_t*, const uint32_t*, int, int,
+                                     int, int);
+  CUresult (*cuMemcpyDtoHAsync)(void*, uint64_t, size_t, CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuMemsetD16Async)(uint64_t, unsigned short, size_t, CUstream);
+  CUresult (*cuMemsetD32Async)(uint64_t, unsigned int, size_t, CUstream);
+};
+
+template <typename T>
+bool sym(void* lib, const char* name, T* out, std::string* err) {
+  *out = reinterpret_cast<T>(dlsym(lib, name));
+  if (*out == nullptr) *err = std::string("libcuda.so.1 lacks ") + name;
+  return *out != nullptr;
+}
+
+Driver* driver() {
+  static Driver d = [] {
+    Driver d;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      d.error = std::string("cannot open libcuda.so.1: ") + dlerror();
+      return d;
+    }
+    d.ok = sym(lib, "cuInit", &d.cuInit, &d.error) && sym(lib, "cuGetErrorString", &d.cuGetErrorString, &d.error) &&
+           sym(lib, "cuDeviceGet", &d.cuDeviceGet, &d.error) &&
+           sym(lib, "cuDevicePrimaryCtxRetain", &d.cuDevicePrimaryCtxRetain, &d.error) &&
+           sym(lib, "cuCtxGetCurrent", &d.cuCtxGetCurrent, &d.error) &&
+           sym(lib, "cuCtxSetCurrent", &d.cuCtxSetCurrent, &d.error) &&
+           sym(lib, "cuModuleLoadData", &d.cuModuleLoadData, &d.error) &&
+           sym(lib, "cuModuleGetFunction", &d.cuModuleGetFunction, &d.error) &&
+           sym(lib, "cuFuncSetAttribute", &d.cuFuncSetAttribute, &d.error) &&
+           sym(lib, "cuLaunchKernel", &d.cuLaunchKernel, &d.error) &&
+           sym(lib, "cuTensorMapEncodeTiled", &d.cuTensorMapEncodeTiled, &d.error) &&
+           sym(lib, "cuMemcpyDtoHAsync_v2", &d.cuMemcpyDtoHAsync, &d.error) &&
+           sym(lib, "cuStreamSynchronize", &d.cuStreamSynchronize, &d.error) &&
+           sym(lib, "cuMemsetD16Async", &d.cuMemsetD16Async, &d.error) &&
+           sym(lib, "cuMemsetD32Async", &d.cuMemsetD32Async, &d.error);
+    if (d.ok && d.cuInit(0) != 0) {
+      d.ok = false;
+      d.error = "cuInit failed";
+    }
+    return d;
+  }();
+  if (!d.ok) fail("RuntimeError", "CUDA driver unavailable: " + d.error);
+  return &d;
+}
+
+void check_cu(CUresult r, const char* what) {
+  if (r == 0) return;
+  const char* s = nullptr;
+  driver()->cuGetErrorString(r, &s);
+  fail("RuntimeError", std::string(what) + " failed: " + (s ? s : "unknown CUDA error") + " (" + std::to_string(r) + ")");
+}
+
+struct Kernel {
+  CUfunction fn = nullptr;
+  int smem_set = 48 * 1024;
+};
+
+constexpr int kMaxDevices = 64;
+std::string g_cubin[2];
+std::mutex g_mu;
+struct DeviceKernels {
+  std::atomic<bool> ready{false};
+  CUcontext ctx = nullptr;
+  Kernel k[2];
+};
+DeviceKernels g_dev[kMaxDevices];
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail("RuntimeError", "cannot read " + path);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// Makes the primary context of `dev` current (returns the previous one) and loads the kernels once.
+DeviceKernels* kernels_for(int dev, CUcontext* prev, const char* const* symbols) {
+  Driver* d = driver();
+  if (dev < 0 || dev >= kMaxDevices) fail("RuntimeError", "device id out of range");
+  DeviceKernels* dk = &g_dev[dev];
+  if (!dk->ready.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!dk->ready.load(std::memory_order_relaxed)) {
+      if (g_cubin[0].empty() || g_cubin[1].empty()) fail("RuntimeError", "kernel cubins not loaded (call load_cubins)");
+      CUdevice cd;
+      check_cu(d->cuDeviceGet(&cd, dev), "cuDeviceGet");
+      check_cu(d->cuDevicePrimaryCtxRetain(&dk->ctx, cd), "cuDevicePrimaryCtxRetain");
+      CUcontext old = nullptr;
+      check_cu(d->cuCtxGetCurrent(&old), "cuCtxGetCurrent");
+      check_cu(d->cuCtxSetCurrent(dk->ctx), "cuCtxSetCurrent");
+      for (int i = 0; i < 2; ++i) {
+        CUmodule m;
+        check_cu(d->cuModuleLoadData(&m, g_cubin[i].data()), "cuModuleLoadData");
+        check_cu(d->cuModuleGetFunction(&dk->k[i].fn, m, symbols[i]), "cuModuleGetFunction");
+      }
+      if (old != dk->ctx) d->cuCtxSetCurrent(old);
+      dk->ready.store(true, std::memory_order_release);
+    }
+  }
+  check_cu(d->cuCtxGetCurrent(prev), "cuCtxGetCurrent");
+  if (*prev != dk->ctx) check_cu(d->cuCtxSetCurrent(dk->ctx), "cuCtxSetCurrent");
+  return dk;
+}
+
+void check_grid(int64_t gx, int64_t gy, int64_t gz) {
+  if (gx < 1 || gy < 1 || gz < 1 || gx > 2147483647LL || gy > 65535 || gz > 65535)
+    fail("ValueError", "shapes: launch grid (" + S(gx) + ", " + S(gy) + ", " + S(gz) + ") outside the CUDA limits");
+}
+
+void launch(Kernel& k, int64_t gx, int64_t gy, int64_t gz, int64_t bx, int64_t by, int64_t bz,
+            int64_t smem, CUstream stream, void** args) {
+  Driver* d = driver();
+  if (smem > k.smem_set) {
+    check_cu(d->cuFuncSetAttribute(k.fn, 8 /*MAX_DYNAMIC_SHARED_SIZE_BYTES*/, static_cast<int>(smem)),
+             "cuFuncSetAttribute");
+    k.smem_set = static_cast<int>(smem);
+  }
+  check_cu(d->cuLaunchKernel(k.fn, gx, gy, gz, bx, by, bz, static_cast<unsigned>(smem), stream, args, nullptr),
+           "cuLaunchKernel");
+}
+
+// The last descriptor encoded for one call site on this thread; a call with the same address,
+// dims and strides (the common steady state: the caching allocator hands back the same block)
+// reuses it instead of encoding again.
+struct TmaCache {
+  void* addr = nullptr;
+  uint64_t dims[5] = {0, 0, 0, 0, 0};
+  uint64_t strides[5] = {0, 0, 0, 0, 0};
+  CUtensorMap map;
+};
+
+void encode_tma(CUtensorMap* m, int dtype, uint32_t rank, void* addr, const uint64_t* dims,
+                const uint64_t* strides_bytes, const uint32_t* box, const uint32_t* estr, int il, int sw,
+                int l2, int oob, const char* what);
+
+void encode_tma_cached(TmaCache* c, CUtensorMap* m, int dtype, uint32_t rank, void* addr, const uint64_t* dims,
+                       const uint64_t* strides_bytes, const uint32_t* box, const uint32_t* estr, int il, int sw,
+                       int l2, int oob, const char* what) {
+  if (c->addr == addr && std::memcmp(c->dims, dims, rank * sizeof(uint64_t)) == 0 &&
+      std::memcmp(c->strides, strides_bytes, rank * sizeof(uint64_t)) == 0) {
+    *m = c->map;
+    return;
+  }
+  c->addr = nullptr;
+  encode_tma(m, dtype, rank, addr, dims, strides_bytes, box, estr, il, sw, l2, oob, what);
+  std::memcpy(c->dims, dims, rank * sizeof(uint64_t));
+  std::memcpy(c->strides, strides_bytes, rank * sizeof(uint64_t));
+  c->map = *m;
+  c->addr = addr;
+}
+
+void encode_tma(CUtensorMap* m, int dtype, uint32_t rank, void* addr, const uint64_t* dims,
+                const uint64_t* strides_bytes, const uint32_t* box, const uint32_t* estr, int il, int sw,
+                int l2, int oob, const char* what) {
+  // strides_bytes[0] is the element size; the driver takes the rank-1 outer strides.
+  for (uint32_t i = 0; i < rank; ++i)
+    if (dims[i] == 0 || dims[i] > (uint64_t(1) << 32))
+      fail("RuntimeError", std::string(what) + ": TMA globalDim[" + S(i) + "] = " + S(dims[i]) + " out of range");
+  for (uint32_t i = 1; i < rank; ++i)
+    if (strides_bytes[i] % 16 != 0 || strides_bytes[i] >= (uint64_t(1) << 40))
+      fail("RuntimeError", std::string(what) + ": TMA globalStride[" + S(i) + "] = " + S(strides_bytes[i]) +
+                               " is not a multiple of 16 below 2^40");
+  if (reinterpret_cast<uintptr_t>(addr) % 16 != 0)
+    fail("RuntimeError", std::string(what) + ": TMA global address not 16-byte aligned");
+  check_cu(driver()->cuTensorMapEncodeTiled(m, dtype, rank, addr, dims, strides_bytes + 1, box, estr, il, sw,
+                                           l2, oob),
+           what);
+}
+
+// Restores the caller's current context when the entry leaves, on success or error.
+struct CtxGuard {
+  CUcontext prev = nullptr;
+  CUcontext cur = nullptr;
+  ~CtxGuard() {
+    if (prev != cur) driver()->cuCtxSetCurrent(prev);
+  }
+};
+
+ffi::Tensor alloc(std::initializer_list<int64_t> shape, DLDataType dt, DLDevice dev) {
+  std::vector<int64_t> s(shape);
+  return ffi::Tensor::FromEnvAlloc(TVMFFIEnvTensorAlloc, ffi::ShapeView(s.data(), s.size()), dt, dev);
+}
+
+// KDA_TILE_POISON=1: fill the workspace and fresh outputs with NaN before the launch.
+bool poison_requested() {
+  const char* p = std::getenv("KDA_TILE_POISON");
+  return p != nullptr && p[0] == '1' && p[1] == 0;
+}
+
+void poison(void* ptr, int64_t numel, DLDataType dt, bool dry, CUstream stream) {
+  if (numel == 0) return;
+  if (dt.bits == 16) {
+    unsigned short nan = dt.code == kDLBfloat ? 0x7FC0 : 0x7E00;
+    if (dry) { std::fill_n(static_cast<unsigned short*>(ptr), numel, nan); return; }
+    check_cu(driver()->cuMemsetD16Async(reinterpret_cast<uint64_t>(ptr), nan, numel, stream), "cuMemsetD16Async");
+  } else if (dt.bits == 32) {
+    unsigned int nan = 0x7FC00000u;
+    if (dry) { std::fill_n(static_cast<unsigned int*>(ptr), numel, nan); return; }
+    check_cu(driver()->cuMemsetD32Async(reinterpret_cast<uint64_t>(ptr), nan, numel, stream), "cuMemsetD32Async");
+  }
+}
+
+void read_cu_seqlens(const DLTensor* cu, int64_t n, std::vector<int64_t>* out, CUstream stream) {
+  out->resize(n);
+  if (cu->device.device_type == kDLCPU) {
+    std::memcpy(out->data(), data_ptr(cu), n * sizeof(int64_t));
+    return;
+  }
+  Driver* d = driver();
+  check_cu(d->cuMemcpyDtoHAsync(out->data(), reinterpret_cast<uint64_t>(data_ptr(cu)), n * sizeof(int64_t), stream),
+           "cuMemcpyDtoHAsync(cu_seqlens)");
+  check_cu(d->cuStreamSynchronize(stream), "cuStreamSynchronize");
+}
+
+void check_cu_contents(const std::vector<int64_t>& c, int64_t T) {
+  if (c[0] != 0) fail("ValueError", "cu_seqlens[0]: expected 0, got " + S(c[0]));
+  for (size_t i = 1; i < c.size(); ++i)
+    if (c[i] < c[i - 1])
+      fail("ValueError", "cu_seqlens[" + S(i) + "]: expected >= " + S(c[i - 1]) + " (cu_seqlens[" + S(i - 1) +
+                             "], non-decreasing), got " + S(c[i]));
+  if (c.back() != T)
+    fail("ValueError", "cu_seqlens[" + S(c.size() - 1) + "]: expected " + S(T) + " (T), got " + S(c.back()));
+}
+
+'''
+
+
+def generate(spec: EntrySpec) -> str:
+    rules = R.build_rules(spec)
+    out_names = [p.name for p in spec.outputs]
+    shape_vars = sorted({r.var for r in rules if isinstance(r, (R.Bind, R.Derive))})
+    L: list[str] = [f"// Generated by host_codegen.gen_cpp for {spec.name}. Do not edit.",
+                    f"// key {spec.key}",
+                    f"// k1 ir_hash {spec.k1.ir_hash}",
+                    f"// k2 ir_hash {spec.k2.ir_hash}",
+                    _PRELUDE]
+
+    # ---- validation, shared by every export ----
+    L.append("struct Env {")
+    for v in shape_vars:
+        L.append(f"  int64_t {_v(v)} = 0;")
+    for s in spec.scalars:
+        L.append(f"  double {_s(s.name)} = 0;")
+    for n in ARG_INDEX:
+        if n not in ("lower_bound", "scale"):
+            L.append(f"  DLTensor* t_{n} = nullptr;")
+    L.append("};")
+    L.append("")
+    L.append("void validate(const TVMFFIAny* A, int32_t num_args, int expect_device, bool full, Env* E, CUstream stream) {")
+    L.append('  if (num_args < 11) fail("TypeError", "entry: expected at least 11 arguments, got " + S(num_args));')
+    L.append("  const TVMFFIAny none_arg{};")
+    L.append("  const TVMFFIAny& a_o = num_args > 11 ? A[11] : none_arg;")
+    L.append("  const TVMFFIAny& a_final_state = num_args > 12 ? A[12] : none_arg;")
+    for v in shape_vars:
+        L.append(f"  int64_t& {_v(v)} = E->{_v(v)};")
+    for s in spec.scalars:
+        L.append(f"  double& {_s(s.name)} = E->{_s(s.name)};")
+
+    def arg_ref(name):
+        i = ARG_INDEX[name]
+        return f"a_{name}" if i >= 11 else f"A[{i}]"
+
+    declared = set()
+
+    def tref(name):
+        return f"E->t_{name}"
+
+    for r in rules:
+        arg = getattr(r, "arg", None) or getattr(r, "out", None)
+        is_out = arg in out_names
+        guard = f"if ({tref(arg)}) " if is_out else ""
+        if isinstance(r, R.Presence):
+            if r.required:
+                L.append(f"  if (is_none({arg_ref(r.arg)})) fail(\"TypeError\", {_lit(r.arg + ': expected a tensor (' + r.why + '), got None')});")
+            else:
+                L.append(f"  if (!is_none({arg_ref(r.arg)})) fail(\"ValueError\", std::string({_lit(r.arg + ': expected None (' + r.why + '), got ')}) + type_name({arg_ref(r.arg)}));")
+        elif isinstance(r, R.IsTensor):
+            if arg not in declared:
+                declared.add(arg)
+                if is_out:
+                    L.append(f"  if (!is_none({arg_ref(arg)})) {{")
+                    L.append(f"    {tref(arg)} = as_dl({arg_ref(arg)});")
+                    L.append(f"    if (!{tref(arg)}) fail(\"TypeError\", std::string({_lit(arg + ': expected a torch.Tensor, got ')}) + type_name({arg_ref(arg)}));")
+                    L.append("  }")
+                else:
+                    L.append(f"  {tref(arg)} = as_dl({arg_ref(arg)});")
+                    L.append(f"  if (!{tref(arg)}) fail(\"TypeError\", std::string({_lit(arg + ': expected a torch.Tensor, got ')}) + type_name({arg_ref(arg)}));")
+        elif isinstance(r, R.DType):
+            code, bits = DL_DTYPE[r.dtype]
+            t = tref(arg)
+            L.append(f"  {guard}if ({t}->dtype.code != {code} || {t}->dtype.bits != {bits} || {t}->dtype.lanes != 1) "
+                     f"fail(\"TypeError\", std::string({_lit(arg + ': expected dtype ' + r.dtype + ', got ')}) + dtype_name({t}->dtype));")
+        elif isinstance(r, R.NDim):
+            t = tref(arg)
+            L.append(f"  {guard}if ({t}->ndim != {r.ndim}) fail(\"ValueError\", std::string({_lit(arg + ': expected ' + str(r.ndim) + ' dimensions ' + r.labels + ', got ')}) + S({t}->ndim));")
+        elif isinstance(r, R.Device):
+            t = tref(arg)
+            if r.ref is None:
+                L.append(f"  if ({t}->device.device_type != expect_device) fail(\"ValueError\", std::string({_lit(arg + ': expected a ')}) + device_type_str(expect_device) + \" tensor, got device \" + device_str({t}->device));")
+            else:
+                L.append(f"  {guard}if (!same_device({t}->device, {tref(r.ref)}->device)) fail(\"ValueError\", std::string({_lit(arg + ': expected device ')}) + device_str({tref(r.ref)}->device) + {_lit(' (the device of ' + r.ref + '), got ')} + device_str({t}->device));")
+        elif isinstance(r, R.Bind):
+            L.append(f"  {_v(r.var)} = {tref(arg)}->shape[{r.dim}];")
+        elif isinstance(r, R.Dim):
+            t = tref(arg)
+            L.append(f"  {guard}{{ int64_t want = {_c(r.expr)}; if ({t}->shape[{r.dim}] != want) fail(\"ValueError\", "
+                     f"std::string({_lit(arg + '.shape[' + str(r.dim) + ']: expected ')}) + S(want) + {_lit(' ' + r.note + ', got ')} + S({t}->shape[{r.dim}])); }}")
+        elif isinstance(r, R.Derive):
+            L.append(f"  {_v(r.var)} = {_c(r.expr)};")
+        elif isinstance(r, R.Pre):
+            got = ' + ", " + '.join(f'{_lit(v + " = ")} + S({_v(v)})' for v in r.vars)
+            L.append(f"  if (!({_c(r.expr)})) fail(\"ValueError\", std::string({_lit(r.arg + ': expected ' + r.src + r.when + ', got ')}) + {got});")
+        elif isinstance(r, R.Stride):
+            t = tref(arg)
+            L.append(f"  {guard}if ({t}->strides && {t}->shape[{r.dim}] != 1) {{ int64_t want = {_c(r.expr)}; if ({t}->strides[{r.dim}] != want) "
+                     f"fail(\"ValueError\", std::string({_lit(arg + '.stride(' + str(r.dim) + '): expected ')}) + S(want) + \" (contiguous), got \" + S({t}->strides[{r.dim}])); }}")
+        elif isinstance(r, R.Align):
+            t = tref(arg)
+            n = r.nbytes
+            L.append(f"  {guard}{{ int64_t rem = static_cast<int64_t>(reinterpret_cast<uintptr_t>(data_ptr({t})) % {n}); if (rem) "
+                     f"fail(\"ValueError\", std::string({_lit(arg + ': expected data_ptr % ' + str(n) + ' == 0 (' + r.why + '), got data_ptr % ' + str(n) + ' == ')}) + S(rem)); }}")
+        elif isinstance(r, R.NoAlias):
+            L.append(f"  if ({tref(r.out)} && {tref(r.other)} && overlap({tref(r.out)}, {tref(r.other)})) fail(\"ValueError\", "
+                     f"{_lit(r.out + ': expected no overlap with ' + r.other + ' (outputs must not alias inputs), got overlapping memory')});")
+        elif isinstance(r, R.Scalar):
+            i = ARG_INDEX[r.arg]
+            if r.arg == "scale":
+                L.append(f"  {_s('scale')} = is_none(A[{i}]) ? {float(spec.head_dim) ** -0.5!r} : scalar_arg(A[{i}], \"scale\");")
+            else:
+                L.append(f"  {_s(r.arg)} = scalar_arg(A[{i}], {_lit(r.arg)});")
+        elif isinstance(r, R.ScalarPre):
+            e = X.to_c(r.expr, _s)
+            L.append(f"  if (!({e})) fail(\"ValueError\", std::string({_lit(r.arg + ': expected ' + r.src + ', got ' + r.arg + ' = ')}) + F({_s(r.arg)}));")
+        else:
+            raise TypeError(r)
+    if spec.varlen:
+        L.append("  if (full) {")
+        L.append("    std::vector<int64_t> c;")
+        L.append(f"    read_cu_seqlens(E->t_cu_seqlens, {_v('N1')}, &c, stream);")
+        L.append(f"    check_cu_contents(c, {_v('T')});")
+        L.append("  }")
+    L.append("}")
+    L.append("")
+
+    # ---- launch ----
+    symbols = f"{{{_lit(spec.k1.symbol)}, {_lit(spec.k2.symbol)}}}"
+    L.append(f"const char* const kSymbols[2] = {symbols};")
+    L.append("")
+    L.append("ffi::Any run(const TVMFFIAny* A, int32_t num_args) {")
+    L.append(f"  int64_t flags = num_args > {FLAGS_INDEX} ? A[{FLAGS_INDEX}].v_int64 : 0;")
+    L.append("  // flags bit 0: full validation; bit 2: dry run on CPU tensors (everything but the driver calls).")
+    L.append("  const bool dry = (flags & 4) != 0;")
+    L.append("  Env env;")
+    L.append("  Env* E = &env;")
+    L.append("  validate(A, num_args, dry ? kDLCPU : kDLCUDA, false, E, nullptr);")
+    L.append("  DLDevice dev = E->t_q->device;")
+    L.append("  CUstream stream = dry ? nullptr : static_cast<CUstream>(TVMFFIEnvGetStream(kDLCUDA, dev.device_id));")
+    if spec.varlen:
+        L.append("  if (flags & 1) {")
+        L.append("    std::vector<int64_t> c;")
+        L.append(f"    read_cu_seqlens(E->t_cu_seqlens, E->{_v('N1')}, &c, stream);")
+        L.append(f"    check_cu_contents(c, E->{_v('T')});")
+        L.append("  }")
+    for v in shape_vars:
+        L.append(f"  const int64_t {_v(v)} = E->{_v(v)};")
+    for s in spec.scalars:
+        L.append(f"  const double {_s(s.name)} = E->{_s(s.name)};")
+    L.append("  CtxGuard ctx_guard;")
+    L.append("  DeviceKernels* dk = nullptr;")
+    L.append("  if (!dry) {")
+    L.append("    dk = kernels_for(dev.device_id, &ctx_guard.prev, kSymbols);")
+    L.append("    ctx_guard.cur = dk->ctx;")
+    L.append("  }")
+    L.append("  const bool poison_on = poison_requested();")
+
+    # workspace: one allocation, buffers at WS_ALIGN-aligned offsets
+    L.append("  int64_t ws_total = 0;")
+    for w in spec.workspace:
+        numel = " * ".join(f"({_c(s)})" for s in w.shape)
+        L.append(f"  const int64_t off_{w.name} = ws_total; ws_total += (({numel}) * {DTYPE_BYTES[w.dtype]} + {WS_ALIGN - 1}) / {WS_ALIGN} * {WS_ALIGN};")
+    L.append(f"  // Over-allocated by {WS_ALIGN} bytes so the base can be rounded up whatever the allocator gives.")
+    L.append(f"  ffi::Tensor ws = alloc({{ws_total + {WS_ALIGN}}}, DLDataType{{kDLUInt, 8, 1}}, dev);")
+    L.append("  uintptr_t ws_raw = reinterpret_cast<uintptr_t>(ws.GetDLTensorPtr()->data) + ws.GetDLTensorPtr()->byte_offset;")
+    L.append(f"  char* ws_base = reinterpret_cast<char*>((ws_raw + {WS_ALIGN - 1}) / {WS_ALIGN} * {WS_ALIGN});")
+    ptr = {}
+    for w in spec.workspace:
+        L.append(f"  void* p_{w.name} = ws_base + off_{w.name};")
+        ptr[w.name] = f"p_{w.name}"
+    L.append("  if (poison_on) {")
+    for w in spec.workspace:
+        code, bits = DL_DTYPE[w.dtype]
+        numel = " * ".join(f"({_c(s)})" for s in w.shape)
+        L.append(f"    poison(p_{w.name}, {numel}, DLDataType{{{code}, {bits}, 1}}, dry, stream);")
+    L.append("  }")
+    for p in spec.inputs:
+        L.append(f"  void* p_{p.name} = E->t_{p.name} ? data_ptr(E->t_{p.name}) : nullptr;")
+        ptr[p.name] = f"p_{p.name}"
+    for p in spec.outputs:
+        code, bits = DL_DTYPE[p.dtype]
+        shape = ", ".join(_c(s) for s in p.shape)
+        L.append(f"  ffi::Optional<ffi::Tensor> new_{p.name};")
+        L.append(f"  void* p_{p.name};")
+        L.append(f"  if (E->t_{p.name}) {{ p_{p.name} = data_ptr(E->t_{p.name}); }} else {{")
+        L.append(f"    ffi::Tensor t = alloc({{{shape}}}, DLDataType{{{code}, {bits}, 1}}, dev);")
+        L.append(f"    p_{p.name} = static_cast<char*>(t.GetDLTensorPtr()->data) + t.GetDLTensorPtr()->byte_offset;")
+        numel = " * ".join(f"({_c(x)})" for x in p.shape)
+        L.append(f"    if (poison_on) poison(p_{p.name}, {numel}, DLDataType{{{code}, {bits}, 1}}, dry, stream);")
+        L.append(f"    new_{p.name} = std::move(t);")
+        L.append("  }")
+        ptr[p.name] = f"p_{p.name}"
+
+    def ir_ptr(ir_name):
+        return ptr[IR_TO_PUBLIC.get(ir_name, ir_name)]
+
+    for ki, ks in enumerate((spec.k1, spec.k2)):
+        tag = f"k{ki + 1}"
+        for d in ks.tma:
+            L.append(f"  CUtensorMap {tag}_{d.desc};")
+            L.append("  {")
+            L.append(f"    const uint64_t dims[{d.rank}] = {{{', '.join(f'uint64_t({_c(x)})' for x in d.global_dim)}}};")
+            L.append(f"    const uint64_t strides[{d.rank}] = {{{', '.join(f'uint64_t({_c(x)})' for x in d.global_stride)}}};")
+            L.append(f"    const uint32_t box[{d.rank}] = {{{', '.join(str(x) for x in d.box_dim)}}};")
+            L.append(f"    const uint32_t estr[{d.rank}] = {{{', '.join(str(x) for x in d.elem_strides)}}};")
+            L.append(f"    static thread_local TmaCache cache;")
+            L.append(f"    if (!dry) encode_tma_cached(&cache, &{tag}_{d.desc}, {d.dtype_code}, {d.rank}, {ir_ptr(d.tensor)}, dims, strides, box, estr, "
+                     f"{d.interleave}, {d.swizzle}, {d.l2_promotion}, {d.oob_fill}, {_lit(ks.symbol + ' ' + d.desc)});")
+            L.append("  }")
+        slots = []
+        for j, a in enumerate(ks.kernel_args):
+            if a.kind == "desc":
+                slots.append(f"&{tag}_{a.name}")
+            elif a.kind == "ptr":
+                slots.append(f"&{ir_ptr(a.name)}")
+            else:
+                src = _s(a.name) if a.name else _c(a.expr)
+                L.append(f"  {a.ctype} {tag}_a{j} = static_cast<{a.ctype}>({src});")
+                if a.ctype == "int32_t":
+                    L.append(f"  if (static_cast<int64_t>({tag}_a{j}) != static_cast<int64_t>({src})) fail(\"ValueError\", \"shapes: kernel argument {X.to_text(a.expr) if a.expr else a.name} does not fit int32\");")
+                slots.append(f"&{tag}_a{j}")
+        L.append(f"  void* {tag}_args[] = {{{', '.join(slots)}}};")
+        g = [_c(x) for x in ks.grid]
+        b = [_c(x) for x in ks.block]
+        L.append(f"  check_grid({g[0]}, {g[1]}, {g[2]});")
+        L.append(f"  if (!dry) launch(dk->k[{ki}], {g[0]}, {g[1]}, {g[2]}, {b[0]}, {b[1]}, {b[2]}, {_c(ks.smem)}, stream, {tag}_args);")
+    o_ret = "new_o" if "o" in out_names else "ffi::Optional<ffi::Tensor>()"
+    ht_ret = "new_final_state" if "final_state" in out_names else "ffi::Optional<ffi::Tensor>()"
+    L.append("  // flags bit 3: return o alone (a Tensor, or None when the caller passed o); a single return")
+    L.append("  // converts back to torch much faster than a tuple does.")
+    L.append(f"  if (flags & 8) return ffi::Any({o_ret});")
+    L.append(f"  return ffi::Tuple<ffi::Optional<ffi::Tensor>, ffi::Optional<ffi::Tensor>>({o_ret}, {ht_ret});")
+    L.append("}")
+    L.append("")
+
+    # validate_only result: shape variables (sorted by name), then the scalars.
+    L.append("ffi::Any run_validate_only(const TVMFFIAny* A, int32_t num_args) {")
+    L.append(f"  if (num_args != {EXPECT_DEVICE_INDEX + 1}) fail(\"TypeError\", \"validate_only: expected {EXPECT_DEVICE_INDEX + 1} arguments\");")
+    L.append("  Env env;")
+    L.append(f"  validate(A, num_args, static_cast<int>(A[{EXPECT_DEVICE_INDEX}].v_int64), (A[{FLAGS_INDEX}].v_int64 & 1) != 0, &env, nullptr);")
+    items = [f"ffi::Any(env.{_v(v)})" for v in shape_vars] + [f"ffi::Any(env.{_s(s.name)})" for s in spec.scalars]
+    L.append(f"  return ffi::Array<ffi::Any>({{{', '.join(items)}}});")
+    L.append("}")
+    L.append("")
+    L.append("ffi::Any run_bench_validate(const TVMFFIAny* A, int32_t num_args) {")
+    L.append("  int64_t iters = A[num_args - 1].v_int64;")
+    L.append("  Env env;")
+    L.append("  auto t0 = std::chrono::steady_clock::now();")
+    L.append("  for (int64_t i = 0; i < iters; ++i) validate(A, num_args - 2, static_cast<int>(A[num_args - 2].v_int64), false, &env, nullptr);")
+    L.append("  auto t1 = std::chrono::steady_clock::now();")
+    L.append("  return ffi::Any(std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(iters));")
+    L.append("}")
+    L.append("")
+    L.append("ffi::Any run_load_cubins(const TVMFFIAny* A, int32_t num_args) {")
+    L.append('  if (num_args != 2) fail("TypeError", "load_cubins: expected 2 paths");')
+    L.append("  std::lock_guard<std::mutex> lock(g_mu);")
+    L.append("  for (int i = 0; i < 2; ++i) g_cubin[i] = read_file(ffi::AnyView::CopyFromTVMFFIAny(A[i]).cast<ffi::String>().operator std::string());")
+    L.append("  return ffi::Any(nullptr);")
+    L.append("}")
+    L.append("")
+    L.append("template <ffi::Any (*F)(const TVMFFIAny*, int32_t)>")
+    L.append("int safe_call(const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {")
+    L.append("  try {")
+    L.append("    *result = ffi::details::AnyUnsafe::MoveAnyToTVMFFIAny(F(args, num_args));")
+    L.append("    return 0;")
+    L.append("  } catch (const ArgError& e) {")
+    L.append("    TVMFFIErrorSetRaisedFromCStr(e.kind, e.msg.c_str());")
+    L.append("    return -1;")
+    L.append("  } catch (const ffi::Error& e) {")
+    L.append("    ffi::details::SetSafeCallRaised(e);")
+    L.append("    return -1;")
+    L.append("  } catch (const std::exception& e) {")
+    L.append('    TVMFFIErrorSetRaisedFromCStr("RuntimeError", e.what());')
+    L.append("    return -1;")
+    L.append("  }")
+    L.append("}")
+    L.append("")
+    L.append("}  // namespace")
+    L.append("")
+    for name, fn in (("entry", "run"), ("validate_only", "run_validate_only"),
+                     ("bench_validate", "run_bench_validate"), ("load_cubins", "run_load_cubins")):
+        L.append(f'extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_{name}(void*, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {{')
+        L.append(f"  return safe_call<{fn}>(args, num_args, result);")
+        L.append("}")
+    L.append("")
+    return "\n".join(L)
+
+
+def shape_var_order(spec: EntrySpec) -> list[str]:
+    rules = R.build_rules(spec)
+    return sorted({r.var for r in rules if isinstance(r, (R.Bind, R.Derive))})
