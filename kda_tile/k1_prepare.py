@@ -136,16 +136,19 @@ def build_k1(cfg: K1Config):
                     slot_t0[tx] = (slot % ncs) * C
                     slot_len[tx] = T.if_then_else(slot < NC, T.min(C, Tn - (slot % ncs) * C), 0)
 
+            # Guards below repeat what the slot computation ensures, so that each global access's
+            # bounds follow from its own condition, which is what `verify` proves.
             for r, d in T.Parallel(R, K):
                 c = r // C
                 t = slot_t0[c] + r % C
-                valid = r % C < slot_len[c] and t < Tn
+                valid = r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
                 q_s[r, d] = T.if_then_else(valid, q[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
                 k_s[r, d] = T.if_then_else(valid, k[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
                 g_s[r, d] = T.if_then_else(valid, g[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
             for r in T.Parallel(R):
                 c = r // C
-                valid = r % C < slot_len[c] and slot_t0[c] + r % C < Tn
+                valid = (r % C < slot_len[c] and slot_t0[c] + r % C >= 0 and slot_t0[c] + r % C < Tn
+                         and slot_b[c] >= 0 and slot_b[c] < B)
                 beta_s[r] = T.if_then_else(
                     valid, _math.sigmoid(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, h]), fast), 0.0)
 
@@ -183,7 +186,7 @@ def build_k1(cfg: K1Config):
                 kn = T.Cast(accum, k_s[r, d]) * rk_s[r]
                 qn = T.Cast(accum, q_s[r, d]) * rq_s[r]
                 e_pos = _math.exp2(Gr, fast)
-                if slot_len[c] > 0:
+                if slot_len[c] > 0 and bc * CPB + c < NC:
                     row = (bc * CPB + c) * C + r % C
                     kd[h, row, d] = T.Cast(cfg.ws_dtype, kn * e_pos)
                     qd[h, row, d] = T.Cast(cfg.ws_dtype, qn * e_pos)
@@ -192,7 +195,7 @@ def build_k1(cfg: K1Config):
                 k_s[r, d] = T.Cast(cfg.in_dtype, kn * e_pos)
                 q_s[r, d] = T.Cast(cfg.in_dtype, qn * e_pos)
             for c, d in T.Parallel(CPB, K):
-                if slot_len[c] > 0:
+                if slot_len[c] > 0 and bc * CPB + c < NC:
                     gC[h, bc * CPB + c, d] = _math.exp2(G_s[c * C + C - 1, d], fast)
 
             T.gemm(k_s, ki_s, Lf, transpose_B=True, clear_accum=True)
@@ -205,7 +208,7 @@ def build_k1(cfg: K1Config):
 
             for r, j in T.Parallel(R, C):
                 c = r // C
-                if slot_len[c] > 0:
+                if slot_len[c] > 0 and bc * CPB + c < NC:
                     Mqk[h, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
 
             # A = (I - L)(I + L^2)(I + L^4)(I + L^8), block-diagonal 16x16 products.
@@ -230,7 +233,7 @@ def build_k1(cfg: K1Config):
 
             for r, j in T.Parallel(R, C):
                 c = r // C
-                if slot_len[c] > 0:
+                if slot_len[c] > 0 and bc * CPB + c < NC:
                     Ab[h, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, X_s[r, j] * beta_s[c * C + j])
 
     if cfg.varlen:

@@ -116,6 +116,7 @@ def build_k2(cfg: K2Config):
             else:
                 seqlen = Tn
                 slot0 = n * T.ceildiv(Tn, C)
+            slot0 = T.max(slot0, 0)
             n_chunks = T.max(T.min(T.ceildiv(seqlen, C), NC - slot0), 0)
             b = 0 if cfg.varlen else n
 
