@@ -1,0 +1,200 @@
+"""Barrier bugs in hand-synchronized kernels (TileLang's automatic sync insertion is off)."""
+import tilelang.language as T
+
+NT = 128
+MANUAL = {"tl.disable_thread_storage_sync": True}
+
+
+def missing_sync():
+    @T.prim_func
+    def missing_sync(A: T.Tensor((NT,), "float32"), B: T.Tensor((NT,), "float32")):
+        with T.Kernel(1, threads=NT) as bx:
+            S = T.alloc_shared((NT,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = A[tx]
+            B[tx] = S[(tx + 1) % NT]                      # reads a neighbour's write, unsynchronized
+    return missing_sync
+
+
+def synced():
+    @T.prim_func
+    def synced(A: T.Tensor((NT,), "float32"), B: T.Tensor((NT,), "float32")):
+        with T.Kernel(1, threads=NT) as bx:
+            S = T.alloc_shared((NT,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = A[tx]
+            T.sync_threads()
+            B[tx] = S[(tx + 1) % NT]
+    return synced
+
+
+def divergent_sync():
+    @T.prim_func
+    def divergent_sync(A: T.Tensor((NT,), "float32"), B: T.Tensor((NT,), "float32")):
+        with T.Kernel(1, threads=NT) as bx:
+            S = T.alloc_shared((NT,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = A[tx]
+            if tx < NT // 2:
+                T.sync_threads()                          # only half the block reaches it
+            B[tx] = S[(tx + 1) % NT]
+    return divergent_sync
+
+
+def uniform_sync():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def uniform_sync(A: T.Tensor((N, NT), "float32"), B: T.Tensor((N, NT), "float32")):
+        with T.Kernel(N, threads=NT) as bx:
+            S = T.alloc_shared((NT,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = A[bx, tx]
+            if bx < N:                                    # the same for every thread of a block
+                T.sync_threads()
+                B[bx, tx] = S[(tx + 1) % NT]
+    return uniform_sync
+
+
+def named_count():
+    @T.prim_func
+    def named_count(A: T.Tensor((NT,), "float32"), B: T.Tensor((NT,), "float32")):
+        with T.Kernel(1, threads=NT) as bx:
+            S = T.alloc_shared((NT,), "float32")
+            tx = T.get_thread_binding()
+            if tx < 64:
+                S[tx] = A[tx]
+                T.sync_threads(1, 128)                    # 64 threads arrive, 128 expected
+                B[tx] = S[63 - tx]
+    return named_count
+
+
+def named_ok():
+    @T.prim_func
+    def named_ok(A: T.Tensor((NT,), "float32"), B: T.Tensor((NT,), "float32")):
+        with T.Kernel(1, threads=NT) as bx:
+            S = T.alloc_shared((NT,), "float32")
+            tx = T.get_thread_binding()
+            if tx < 64:
+                S[tx] = A[tx]
+                T.sync_threads(1, 64)
+                B[tx] = S[63 - tx]
+    return named_ok
+
+
+def loop_war():
+    K = 4
+
+    @T.prim_func
+    def loop_war(A: T.Tensor((K, NT), "float32"), B: T.Tensor((NT,), "float32")):
+        with T.Kernel(1, threads=NT) as bx:
+            S = T.alloc_shared((NT,), "float32")
+            acc = T.alloc_var("float32", init=0.0)
+            tx = T.get_thread_binding()
+            for k in T.serial(K):
+                S[tx] = A[k, tx]                          # overwrites what a neighbour still reads
+                T.sync_threads()
+                acc = acc + S[(tx + 1) % NT]
+            B[tx] = acc
+    return loop_war
+
+
+def loop_synced():
+    K = 4
+
+    @T.prim_func
+    def loop_synced(A: T.Tensor((K, NT), "float32"), B: T.Tensor((NT,), "float32")):
+        with T.Kernel(1, threads=NT) as bx:
+            S = T.alloc_shared((NT,), "float32")
+            acc = T.alloc_var("float32", init=0.0)
+            tx = T.get_thread_binding()
+            for k in T.serial(K):
+                S[tx] = A[k, tx]
+                T.sync_threads()
+                acc = acc + S[(tx + 1) % NT]
+                T.sync_threads()
+            B[tx] = acc
+    return loop_synced
+
+
+def _mbar_kernel(count, arrive_all=True, parity=0):
+    @T.prim_func
+    def kern(A: T.Tensor((NT,), "float32"), B: T.Tensor((NT,), "float32")):
+        with T.Kernel(1, threads=NT) as bx:
+            S = T.alloc_shared((NT,), "float32")
+            mb = T.alloc_barrier([count])
+            tx = T.get_thread_binding()
+            S[tx] = A[tx]
+            if arrive_all:
+                T.barrier_arrive(mb[0])
+            else:
+                if tx < NT // 2:
+                    T.barrier_arrive(mb[0])
+            T.barrier_wait(mb[0], parity)
+            B[tx] = S[NT - 1 - tx]
+    return kern
+
+
+def mbar_ok():
+    return _mbar_kernel(NT)
+
+
+def mbar_count():
+    return _mbar_kernel(NT // 2)                          # phase completes after half the writes
+
+
+def mbar_half_arrive():
+    return _mbar_kernel(NT, arrive_all=False)             # only half the threads arrive: hangs
+
+
+def mbar_parity():
+    return _mbar_kernel(NT, parity=1)                     # parity 1 passes at once on a fresh barrier
+
+
+def mbar_loop_ok():
+    K = 4
+
+    @T.prim_func
+    def mbar_loop_ok(A: T.Tensor((K, NT), "float32"), B: T.Tensor((NT,), "float32")):
+        with T.Kernel(1, threads=NT) as bx:
+            S = T.alloc_shared((2, NT), "float32")
+            mb = T.alloc_barrier([NT])
+            acc = T.alloc_var("float32", init=0.0)
+            tx = T.get_thread_binding()
+            for k in T.serial(K):
+                S[k % 2, tx] = A[k, tx]
+                T.barrier_arrive(mb[0])
+                T.barrier_wait(mb[0], k % 2)
+                acc = acc + S[k % 2, NT - 1 - tx]
+            B[tx] = acc
+    return mbar_loop_ok
+
+
+def mbar_loop_parity():
+    K = 4
+
+    @T.prim_func
+    def mbar_loop_parity(A: T.Tensor((K, NT), "float32"), B: T.Tensor((NT,), "float32")):
+        with T.Kernel(1, threads=NT) as bx:
+            S = T.alloc_shared((2, NT), "float32")
+            mb = T.alloc_barrier([NT])
+            acc = T.alloc_var("float32", init=0.0)
+            tx = T.get_thread_binding()
+            for k in T.serial(K):
+                S[k % 2, tx] = A[k, tx]
+                T.barrier_arrive(mb[0])
+                T.barrier_wait(mb[0], 0)                  # must alternate with the phase
+                acc = acc + S[k % 2, NT - 1 - tx]
+            B[tx] = acc
+    return mbar_loop_parity
+
+
+KERNELS = {f.__name__: f for f in (missing_sync, synced, divergent_sync, uniform_sync, named_count, named_ok,
+                                   loop_war, loop_synced, mbar_ok, mbar_count, mbar_half_arrive,
+                                   mbar_parity, mbar_loop_ok, mbar_loop_parity)}
+PASS_CONFIGS = {name: MANUAL for name in KERNELS}
+PRECONDITIONS = {"uniform_sync": ["N >= 1"]}
+EXPECT = {"missing_sync": "barriers", "synced": None, "divergent_sync": "barriers", "uniform_sync": None,
+          "named_count": "barriers", "named_ok": None, "loop_war": "barriers", "loop_synced": None,
+          "mbar_ok": None, "mbar_count": "barriers", "mbar_half_arrive": "barriers",
+          "mbar_parity": "barriers", "mbar_loop_ok": None, "mbar_loop_parity": "barriers"}

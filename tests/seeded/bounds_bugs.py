@@ -1,0 +1,156 @@
+"""Bounds bugs: off-by-one, tail-chunk overrun, shared overrun, int32 overflow, varlen."""
+import tilelang.language as T
+
+BM = 64
+# TileLang guards out-of-range tile accesses by itself; these kernels turn that off so that
+# the bug is in the IR as written.
+RAW = {"tl.disable_safe_memory_legalize": True}
+
+
+def tail_overrun():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def tail_overrun(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, BM), threads=BM) as bx:
+            tx = T.get_thread_binding()
+            B[bx * BM + tx] = A[bx * BM + tx] * 2.0      # the last block runs past N
+    return tail_overrun
+
+
+def tail_guarded():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def tail_guarded(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, BM), threads=BM) as bx:
+            tx = T.get_thread_binding()
+            if bx * BM + tx < N:
+                B[bx * BM + tx] = A[bx * BM + tx] * 2.0
+    return tail_guarded
+
+
+def off_by_one():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def off_by_one(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, BM), threads=BM) as bx:
+            tx = T.get_thread_binding()
+            if bx * BM + tx < N:
+                B[bx * BM + tx] = A[bx * BM + tx + 1] - A[bx * BM + tx]   # reads A[N]
+    return off_by_one
+
+
+def diff_guarded():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def diff_guarded(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, BM), threads=BM) as bx:
+            tx = T.get_thread_binding()
+            if bx * BM + tx + 1 < N:
+                B[bx * BM + tx] = A[bx * BM + tx + 1] - A[bx * BM + tx]
+    return diff_guarded
+
+
+def shared_overrun():
+    @T.prim_func
+    def shared_overrun(A: T.Tensor((BM,), "float32"), B: T.Tensor((BM,), "float32")):
+        with T.Kernel(1, threads=BM) as bx:
+            S = T.alloc_shared((BM,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = A[tx]
+            T.sync_threads()
+            B[tx] = S[tx] + S[tx + 1]                     # S[BM] is past the buffer
+    return shared_overrun
+
+
+def shared_wrapped():
+    @T.prim_func
+    def shared_wrapped(A: T.Tensor((BM,), "float32"), B: T.Tensor((BM,), "float32")):
+        with T.Kernel(1, threads=BM) as bx:
+            S = T.alloc_shared((BM,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = A[tx]
+            T.sync_threads()
+            B[tx] = S[tx] + S[(tx + 1) % BM]
+    return shared_wrapped
+
+
+def int32_overflow():
+    M = T.dynamic("M")
+    H = T.dynamic("H")
+
+    @T.prim_func
+    def int32_overflow(A: T.Tensor((H, M), "float32"), B: T.Tensor((H, M), "float32")):
+        with T.Kernel(T.ceildiv(M, 128), H, threads=128) as (bx, by):
+            tx = T.get_thread_binding()
+            row = T.alloc_var("int32")
+            row = by * M + bx * 128 + tx                   # int32: wraps once H*M > 2^31
+            Af = T.Tensor((H * M,), "float32", A.data)
+            Bf = T.Tensor((H * M,), "float32", B.data)
+            if bx * 128 + tx < M:
+                Bf[row] = Af[row] + 1.0
+    return int32_overflow
+
+
+def int64_index():
+    M = T.dynamic("M")
+    H = T.dynamic("H")
+
+    @T.prim_func
+    def int64_index(A: T.Tensor((H, M), "float32"), B: T.Tensor((H, M), "float32")):
+        with T.Kernel(T.ceildiv(M, 128), H, threads=128) as (bx, by):
+            tx = T.get_thread_binding()
+            row = T.alloc_var("int64")
+            row = T.Cast("int64", by) * T.Cast("int64", M) + T.Cast("int64", bx * 128 + tx)
+            Af = T.Tensor((H * M,), "float32", A.data)
+            Bf = T.Tensor((H * M,), "float32", B.data)
+            if bx * 128 + tx < M:
+                Bf[row] = Af[row] + 1.0
+    return int64_index
+
+
+def varlen_overrun():
+    T_ = T.dynamic("T")
+    N1 = T.dynamic("N1")
+
+    @T.prim_func
+    def varlen_overrun(X: T.Tensor((T_,), "float32"), cu_seqlens: T.Tensor((N1,), "int32"),
+                       Y: T.Tensor((T_,), "float32")):
+        with T.Kernel(N1 - 1, threads=16) as n:
+            tx = T.get_thread_binding()
+            bos = cu_seqlens[n]
+            Y[bos + tx] = X[bos + tx]                     # sequences shorter than 16 overrun
+    return varlen_overrun
+
+
+def varlen_guarded():
+    T_ = T.dynamic("T")
+    N1 = T.dynamic("N1")
+
+    @T.prim_func
+    def varlen_guarded(X: T.Tensor((T_,), "float32"), cu_seqlens: T.Tensor((N1,), "int32"),
+                       Y: T.Tensor((T_,), "float32")):
+        with T.Kernel(N1 - 1, threads=16) as n:
+            tx = T.get_thread_binding()
+            bos = cu_seqlens[n]
+            if bos + tx < cu_seqlens[n + 1]:
+                Y[bos + tx] = X[bos + tx]
+    return varlen_guarded
+
+
+KERNELS = {f.__name__: f for f in (tail_overrun, tail_guarded, off_by_one, diff_guarded, shared_overrun,
+                                   shared_wrapped, int32_overflow, int64_index, varlen_overrun,
+                                   varlen_guarded)}
+PASS_CONFIGS = {name: RAW for name in KERNELS}
+PRECONDITIONS = {
+    "int32_overflow": ["H >= 1", "H <= 256", "M >= 1", "M <= 2**26"],
+    "int64_index": ["H >= 1", "H <= 256", "M >= 1", "M <= 2**26"],
+    "varlen_overrun": ["N1 >= 2", "T >= 1"],
+    "varlen_guarded": ["N1 >= 2", "T >= 1"],
+}
+EXPECT = {"tail_overrun": "bounds", "tail_guarded": None, "off_by_one": "bounds", "diff_guarded": None,
+          "shared_overrun": "bounds", "shared_wrapped": None, "int32_overflow": "bounds",
+          "int64_index": None, "varlen_overrun": "bounds", "varlen_guarded": None}

@@ -1,0 +1,121 @@
+"""TMA + mbarrier + wgmma pipelines, and IR-level mutants of them.
+
+The clean kernels are TileLang's own warp-specialized lowering; each mutant rewrites one
+intrinsic argument (or drops one statement) of the lowered device PrimFunc, the way a
+hand-written low-level kernel could get it wrong."""
+import tilelang.language as T
+from tilelang import tvm  # noqa: F401
+
+from verify import mutate
+from verify.tir import tirx
+
+BM, BK, KT = 64, 64, 4
+
+
+def tma_gemm():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def tma_gemm(A: T.Tensor((N, BK * KT), "float16"), B: T.Tensor((128, BK * KT), "float16"),
+                 C: T.Tensor((N, 128), "float32")):
+        with T.Kernel(T.ceildiv(N, BM), threads=256) as bx:
+            As = T.alloc_shared((BM, BK), "float16")
+            Bs = T.alloc_shared((128, BK), "float16")
+            Cf = T.alloc_fragment((BM, 128), "float32")
+            T.clear(Cf)
+            for ko in T.Pipelined(KT, num_stages=2):
+                T.copy(A[bx * BM, ko * BK], As)
+                T.copy(B[0, ko * BK], Bs)
+                T.gemm(As, Bs, Cf, transpose_B=True)
+            T.copy(Cf, C[bx * BM, 0])
+    return tma_gemm
+
+
+def staged_gemm():
+    """Shared tile written by threads (generic proxy), then read by wgmma (async proxy)."""
+    @T.prim_func
+    def staged_gemm(A: T.Tensor((BM, BK), "float16"), B: T.Tensor((BM, BK), "float16"),
+                    C: T.Tensor((BM, BM), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            As = T.alloc_shared((BM, BK), "float16")
+            Bs = T.alloc_shared((BM, BK), "float16")
+            Cf = T.alloc_fragment((BM, BM), "float32")
+            for i, j in T.Parallel(BM, BK):
+                As[i, j] = A[i, j] * T.float16(2.0)
+                Bs[i, j] = B[i, j]
+            T.gemm(As, Bs, Cf, transpose_B=True, clear_accum=True)
+            T.copy(Cf, C)
+    return staged_gemm
+
+
+def _xor1(e):
+    return tirx.Call("int32", tirx.op.Op.get("tirx.bitwise_xor"), [e, tirx.const(1, "int32")])
+
+
+def _wrong_tx(f):
+    # the expected transaction bytes of the first full barrier no longer match the TMA boxes
+    return mutate.rewrite_call(f, "tirx.ptx_arrive_barrier_expect_tx", lambda c: mutate.with_arg(c, 1, 4096))
+
+
+def _wrong_parity(f):
+    # the consumer's first wait on a full barrier: parity flipped, so it does not wait for data
+    waits = _consumer_full_wait_index(f)
+    return mutate.rewrite_call(f, "tl.mbarrier_wait_parity", lambda c: mutate.with_arg(c, 1, _xor1(c.args[1])),
+                               nth=waits)
+
+
+def _wrong_count(f):
+    # an "empty" barrier expects half the consumer threads
+    return mutate.rewrite_call(f, "tirx.ptx_init_barrier_thread_count",
+                               lambda c: mutate.with_arg(c, 1, 64), nth=-1)
+
+
+def _no_init_fence(f):
+    return mutate.drop_call(f, "tl.ptx_fence_barrier_init")
+
+
+def _no_proxy_fence(f):
+    return mutate.drop_call(f, "tl.fence_proxy_async")
+
+
+def _wrong_barrier(f):
+    # the producer signals the data of stage ko on the other stage's barrier
+    def swap(c):
+        ld = c.args[0]
+        idx = ld.indices[0]
+        return mutate.with_arg(c, 0, tirx.BufferLoad(ld.buffer, [(idx + 1) % 2]))
+    return mutate.rewrite_call(f, "tirx.ptx_arrive_barrier_expect_tx", swap)
+
+
+def _consumer_full_wait_index(f):
+    """Program-order index of the first wait with a parity that is not XOR-ed (consumer side)."""
+    from tvm.tirx.stmt_functor import post_order_visit
+
+    from verify.tir import op_name
+    waits = []
+
+    def v(n):
+        if isinstance(n, tirx.Call) and op_name(n) == "tl.mbarrier_wait_parity":
+            waits.append(n)
+    post_order_visit(f.body, v)
+    for i, w in enumerate(waits):
+        if not (isinstance(w.args[1], tirx.Call) and op_name(w.args[1]) == "tirx.bitwise_xor"):
+            return i
+    raise ValueError("no consumer wait")
+
+
+KERNELS = {"tma_gemm": tma_gemm, "staged_gemm": staged_gemm}
+MUTATIONS = {
+    "tma_wrong_tx_bytes": ("tma_gemm", _wrong_tx),
+    "tma_wrong_parity": ("tma_gemm", _wrong_parity),
+    "tma_wrong_arrive_count": ("tma_gemm", _wrong_count),
+    "tma_no_init_fence": ("tma_gemm", _no_init_fence),
+    "tma_wrong_barrier": ("tma_gemm", _wrong_barrier),
+    "wgmma_no_proxy_fence": ("staged_gemm", _no_proxy_fence),
+}
+PRECONDITIONS = {name: ["N >= 1", "N <= 2**20"] for name in ("tma_gemm", *MUTATIONS)}
+BANK_BUDGET = {name: 8 for name in ("tma_gemm", "staged_gemm", *MUTATIONS)}
+EXPECT = {"tma_gemm": None, "staged_gemm": None, "tma_wrong_tx_bytes": "barriers",
+          "tma_wrong_parity": "barriers", "tma_wrong_arrive_count": "barriers",
+          "tma_no_init_fence": "barriers", "tma_wrong_barrier": "barriers",
+          "wgmma_no_proxy_fence": "barriers"}

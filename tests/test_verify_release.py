@@ -1,0 +1,91 @@
+"""verify on the released kernels: the lowering it checks is the one the gate hashes, a K1 and
+a K2 build are proved (the full set runs in `python -m verify`, about two minutes), and
+mutants of them that break synchronization are rejected."""
+import dataclasses
+
+import pytest
+
+from kda_tile import registry
+from verify import mutate
+from verify.ir import ir_hash
+from verify.jobs import _registry_job
+from verify.lowering import lower
+from verify.report import PROVED, KernelReport
+from verify.runner import verify_lowered
+from verify.tir import op_name, tirx
+
+
+def _first(stage):
+    return next(b for b in registry.RELEASED if b.stage == stage)
+
+
+@pytest.fixture(scope="module")
+def lowered():
+    out = {}
+    for stage in ("k1", "k2"):
+        b = _first(stage)
+        out[stage] = (_registry_job(b.name), lower(b.prim_func(), registry.pass_configs(b), b.name))
+    return out
+
+
+def _verify(job, low, fn=None):
+    if fn is not None:
+        dev = fn(low.device_func)
+        low = dataclasses.replace(low, device_func=dev, device_script=dev.script())
+    return verify_lowered(low, job, KernelReport(name=job.name))
+
+
+def test_same_ir_as_the_gate(lowered):
+    b = _first("k2")
+    assert ir_hash(lowered["k2"][1].artifact) == registry.ir_hash(registry.lower(b))
+
+
+@pytest.mark.parametrize("stage", ["k1", "k2"])
+def test_release_build_proved(lowered, stage):
+    r = _verify(*lowered[stage])
+    bad = [(c.name, [f.message for f in c.findings]) for c in r.checks if c.status != PROVED]
+    assert r.status == PROVED, bad
+    assert {c.category for c in r.checks} == {"bounds", "layout", "barriers", "banks"}
+
+
+def _syncs(f, nargs):
+    from tvm.tirx.stmt_functor import post_order_visit
+    calls = []
+    post_order_visit(f.body, lambda n: calls.append(n) if isinstance(n, tirx.Call)
+                     and op_name(n) == "tirx.tvm_storage_sync" else None)
+    return [i for i, c in enumerate(calls) if len(c.args) == nargs]
+
+
+def _last_wait_parity_zero(f):
+    return mutate.rewrite_call(f, "tl.mbarrier_wait_parity", lambda c: mutate.with_arg(c, 1, 0), nth=-1)
+
+
+K2_MUTANTS = {
+    # the barrier between stmatrix of the state tile and the wgmma that reads it
+    "k2_no_named_sync": (lambda f: mutate.drop_call(f, "tirx.tvm_storage_sync", nth=_syncs(f, 3)[1]),
+                         {"barriers.race"}),
+    "k2_constant_parity": (_last_wait_parity_zero, {"barriers.parity", "barriers.race"}),
+    "k2_wrong_tx_bytes": (lambda f: mutate.rewrite_call(f, "tirx.ptx_arrive_barrier_expect_tx",
+                                                        lambda c: mutate.with_arg(c, 1, 1024)),
+                          {"barriers.mbarrier_phase"}),
+    "k2_no_proxy_fence": (lambda f: mutate.drop_call(f, "tl.fence_proxy_async"), {"barriers.proxy_fence"}),
+}
+
+
+@pytest.mark.parametrize("name", list(K2_MUTANTS))
+def test_k2_mutants_rejected(lowered, name):
+    fn, want = K2_MUTANTS[name]
+    r = _verify(*lowered["k2"], fn)
+    failed = {c.name for c in r.checks if c.status != PROVED}
+    assert failed and failed <= want | {"barriers.race"} and failed & want, failed
+
+
+def test_k1_without_barrier_rejected(lowered):
+    # drop the block-wide barrier before the first wgmma: its operands are written just above
+    job, low = lowered["k1"]
+    idx = _syncs(low.device_func, 1)
+    results = []
+    for i in idx[1:4]:
+        r = _verify(job, low, lambda f, i=i: mutate.drop_call(f, "tirx.tvm_storage_sync", nth=i))
+        results.append({c.name for c in r.checks if c.status != PROVED})
+    assert any("barriers.race" in s for s in results), results

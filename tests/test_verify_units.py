@@ -1,0 +1,181 @@
+"""Unit tests of the verifier's building blocks (no kernels lowered, except one tiny one)."""
+import json
+import random
+import textwrap
+
+import numpy as np
+import pytest
+import z3
+
+from verify import VERSION, manifest
+from verify.numeric import np_eval
+from verify.z3expr import eval_condition, floordiv, floormod, truncdiv, truncmod
+
+
+def _val(t):
+    return z3.simplify(t).as_long()
+
+
+@pytest.mark.parametrize("a,b", [(7, 2), (-7, 2), (7, -2), (-7, -2), (0, 3), (-1, 16), (31, 32)])
+def test_integer_division_semantics(a, b):
+    A, B = z3.IntVal(a), z3.IntVal(b)
+    assert _val(floordiv(A, B)) == a // b
+    assert _val(floormod(A, B)) == a % b
+    q = abs(a) // abs(b) * (1 if (a >= 0) == (b > 0) else -1)
+    assert _val(truncdiv(A, B)) == q
+    assert _val(truncmod(A, B)) == a - b * q
+
+
+def test_symbolic_division_matches_python():
+    x, y = z3.Ints("x y")
+    rng = random.Random(0)
+    for _ in range(50):
+        a, b = rng.randint(-1000, 1000), rng.choice([-7, -3, 2, 5, 16])
+        s = z3.Solver()
+        s.add(x == a, y == b)
+        assert s.check() == z3.sat
+        m = s.model()
+        assert m.eval(floordiv(x, y)).as_long() == a // b
+        assert m.eval(floormod(x, y)).as_long() == a % b
+
+
+def test_preconditions_parse():
+    names = {n: z3.Int(n) for n in ("B", "T", "H", "NC")}
+    c = eval_condition("NC == B * ((T + 15) // 16)", names)
+    s = z3.Solver()
+    s.add(c, names["B"] == 2, names["T"] == 17)
+    assert s.check() == z3.sat and s.model().eval(names["NC"]).as_long() == 4
+    c2 = eval_condition("B * T * H <= 2**23", names)
+    s = z3.Solver()
+    s.add(c2, names["B"] == 1, names["H"] == 1, names["T"] == 2**23 + 1)
+    assert s.check() == z3.unsat
+    with pytest.raises(ValueError):
+        eval_condition("T.bit_length() > 3", names)
+
+
+def test_numeric_evaluation_agrees_with_z3():
+    x, y = z3.Ints("x y")
+    terms = [(x * 3 + y) / 4, (x + 2 * y) % 8, z3.If(x < y, x - y, y - x), (x / 2) % 2 * 16 + y % 4]
+    xs = np.arange(-20, 20, dtype=np.int64)
+    ys = (xs * 7) % 13 - 3
+    for t in terms:
+        got = np_eval(t, {"x": xs, "y": ys})
+        for i in range(len(xs)):
+            s = z3.Solver()
+            ref = z3.simplify(z3.substitute(t, (x, z3.IntVal(int(xs[i]))), (y, z3.IntVal(int(ys[i])))))
+            assert ref.as_long() == int(got[i]), (t, xs[i], ys[i])
+
+
+def test_layout_bijectivity_numeric():
+    from tilelang import tvm  # noqa: F401
+    from tvm import tirx
+
+    from verify.checks.layout import _layout_numeric
+    from verify.lowering import LayoutInfo
+    i, j = tirx.Var("i", "int32"), tirx.Var("j", "int32")
+    swz = LayoutInfo("S", "shared", "layout", [8, 8], [64], [i, j], [i * 8 + tirx.FloorMod(j + i, 8)])
+    assert _layout_numeric(swz) is None
+    clash = LayoutInfo("S", "shared", "layout", [8, 8], [64], [i, j], [i * 8 + tirx.FloorDiv(j, 2)])
+    f = _layout_numeric(clash)
+    assert f is not None and "same slot" in f.message
+
+
+def test_manifest_staleness():
+    hashes = {"a": "1" * 64, "b": "2" * 64}
+    good = {"verifier_version": VERSION,
+            "builds": {n: {"ir_hash": h, "status": "proved", "verifier_version": VERSION} for n, h in hashes.items()}}
+    assert manifest.stale(good, hashes) == []
+    old = json.loads(json.dumps(good))
+    old["verifier_version"] = "0.0"
+    assert manifest.stale(old, hashes)
+    changed = json.loads(json.dumps(good))
+    changed["builds"]["a"]["ir_hash"] = "3" * 64
+    assert any("IR hash" in p for p in manifest.stale(changed, hashes))
+    missing = json.loads(json.dumps(good))
+    del missing["builds"]["b"]
+    assert any("no record" in p for p in manifest.stale(missing, hashes))
+    failed = json.loads(json.dumps(good))
+    failed["builds"]["b"]["status"] = "failed"
+    assert manifest.stale(failed, hashes)
+
+
+TINY = textwrap.dedent('''
+    import tilelang.language as T
+
+    def ok():
+        @T.prim_func
+        def ok(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64) as bx:
+                tx = T.get_thread_binding()
+                B[tx] = A[tx] + 1.0
+        return ok
+
+    def oob():
+        @T.prim_func
+        def oob(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64) as bx:
+                tx = T.get_thread_binding()
+                B[tx] = A[tx + 1]
+        return oob
+
+    KERNELS = {"ok": ok, "oob": oob}
+    PASS_CONFIGS = {"oob": {"tl.disable_safe_memory_legalize": True}}
+''')
+
+
+def test_cli_module_mode(tmp_path, capsys):
+    from verify.__main__ import main
+    mod = tmp_path / "tiny.py"
+    mod.write_text(TINY)
+    report = tmp_path / "r.json"
+    assert main([str(mod), "--jobs", "1", "--json", str(report)]) == 1
+    out = capsys.readouterr().out
+    assert "oob" in out and "bounds.global" in out and "counterexample" in out
+    doc = json.loads(report.read_text())
+    by = {k["name"]: k for k in doc["kernels"]}
+    assert by["ok"]["status"] == "proved" and by["oob"]["status"] == "failed"
+    f = [f for c in by["oob"]["checks"] for f in c["findings"]][0]
+    assert f["check"] == "bounds.global" and f["buffer"] == "A"
+    assert f["counterexample"]["thread"]["threadIdx.x"] == 63
+    mod.write_text(TINY.replace('KERNELS = {"ok": ok, "oob": oob}', 'KERNELS = {"ok": ok}'))
+    import sys
+    sys.modules.pop("verify_user_tiny", None)
+    assert main([str(mod), "--jobs", "1", "--json", str(report)]) == 0
+
+
+def test_mutation_helpers():
+    from tests.seeded.barrier_bugs import mbar_ok
+
+    from verify import mutate
+    from verify.lowering import lower
+    low = lower(mbar_ok(), {"tl.disable_thread_storage_sync": True})
+    f = low.device_func
+    g = mutate.drop_call(f, "tl.ptx_fence_barrier_init")
+    assert "ptx_fence_barrier_init" in f.script() and "ptx_fence_barrier_init" not in g.script()
+    h = mutate.rewrite_call(f, "tirx.ptx_init_barrier_thread_count", lambda c: mutate.with_arg(c, 1, 7))
+    assert "ptx_init_barrier_thread_count(mb_1[0], 7)" in h.script().replace("mb[0]", "mb_1[0]")
+
+
+@pytest.mark.parametrize("kernel,config,degree", [
+    ("column_read_swizzled", {}, 1),
+    ("ldmatrix_linear", {"tl.disable_wgmma": True}, 4),
+])
+def test_bank_degree_bitvector_agrees_with_enumeration(kernel, config, degree):
+    """The bit-vector search (used when an address has unbounded parts) and exhaustive
+    enumeration find the same worst degree."""
+    import tests.seeded.bank_bugs as bb
+    from verify.checks import banks
+    from verify.checks.common import abs_range
+    from verify.extract import extract
+    from verify.lowering import lower
+    from verify.solver import Ctx
+    k = extract(lower(getattr(bb, kernel)(), config))
+    ctx = Ctx(k)
+    site = next(s for s in k.sites if s.kind == "access" and s.shared and s.read and not s.async_proxy
+                and (s.op == "ldmatrix" or not config))
+    groups, width = banks.phases(site)
+    addr, _ = abs_range(site)
+    cond = z3.And(list(site.conds)) if site.conds else z3.BoolVal(True)
+    num, _ = banks._numeric(k, site, addr, cond, groups, width)
+    bv, _ = banks._symbolic(k, ctx, site, addr, cond, groups, width)
+    assert num == bv == degree

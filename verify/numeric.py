@@ -1,0 +1,338 @@
+"""Exhaustive numeric evaluation of z3 terms over the finite parts of a kernel.
+
+Thread ids and loop indices with constant ranges are finite; a loop index that only
+occurs modulo a constant is finite up to its residue. When every symbol a term depends
+on is of these kinds, enumerating all values decides questions about the term exactly
+(e.g. "do two different threads ever touch the same byte?") in milliseconds, where the
+solver would grind through div/mod arithmetic. Anything else raises `Symbolic` and the
+caller falls back to Z3.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import z3
+
+MAX_INSTANCES = 1 << 16
+_inst_cache: dict = {}
+
+
+class Symbolic(Exception):
+    pass
+
+
+def np_eval(t, env, cache=None):
+    cache = {} if cache is None else cache
+    key = t.get_id()
+    hit = cache.get(key)
+    if hit is not None and hit[0].eq(t):
+        return hit[1]
+    if z3.is_int_value(t):
+        v = t.as_long()
+        r = np.int64(v) if -2**63 <= v < 2**63 else _Big(v)
+    elif z3.is_bv_value(t):
+        r = np.int64(t.as_signed_long())
+    elif z3.is_true(t):
+        r = np.bool_(True)
+    elif z3.is_false(t):
+        r = np.bool_(False)
+    elif z3.is_const(t):
+        name = t.decl().name()
+        if name not in env:
+            raise Symbolic(name)
+        r = env[name]
+    else:
+        kind = t.decl().kind()
+        ch = [np_eval(c, env, cache) for c in t.children()]
+        if any(isinstance(c, _Big) for c in ch):
+            r = _big_op(kind, ch)
+        elif kind in _BV_OPS:
+            r = _BV_OPS[kind](*ch)
+        elif kind == z3.Z3_OP_ADD:
+            r = ch[0]
+            for c in ch[1:]:
+                r = r + c
+        elif kind == z3.Z3_OP_SUB:
+            r = ch[0]
+            for c in ch[1:]:
+                r = r - c
+        elif kind == z3.Z3_OP_UMINUS:
+            r = -ch[0]
+        elif kind == z3.Z3_OP_MUL:
+            r = ch[0]
+            for c in ch[1:]:
+                r = r * c
+        elif kind in (z3.Z3_OP_IDIV, z3.Z3_OP_DIV):
+            b = ch[1]
+            # z3 integer division is Euclidean: floor for b > 0, ceiling for b < 0
+            safe = np.where(b == 0, 1, b)
+            r = np.where(b > 0, np.floor_divide(ch[0], safe), -np.floor_divide(ch[0], -safe))
+        elif kind == z3.Z3_OP_MOD:
+            b = np.abs(ch[1])
+            r = np.mod(ch[0], np.where(b == 0, 1, b))
+        elif kind == z3.Z3_OP_ITE:
+            r = np.where(ch[0], ch[1], ch[2])
+        elif kind == z3.Z3_OP_LE:
+            r = ch[0] <= ch[1]
+        elif kind == z3.Z3_OP_LT:
+            r = ch[0] < ch[1]
+        elif kind == z3.Z3_OP_GE:
+            r = ch[0] >= ch[1]
+        elif kind == z3.Z3_OP_GT:
+            r = ch[0] > ch[1]
+        elif kind == z3.Z3_OP_EQ:
+            r = ch[0] == ch[1]
+        elif kind == z3.Z3_OP_DISTINCT:
+            r = ch[0] != ch[1]
+        elif kind == z3.Z3_OP_AND:
+            r = ch[0]
+            for c in ch[1:]:
+                r = np.logical_and(r, c)
+        elif kind == z3.Z3_OP_OR:
+            r = ch[0]
+            for c in ch[1:]:
+                r = np.logical_or(r, c)
+        elif kind == z3.Z3_OP_NOT:
+            r = np.logical_not(ch[0])
+        elif kind == z3.Z3_OP_IMPLIES:
+            r = np.logical_or(np.logical_not(ch[0]), ch[1])
+        else:
+            raise Symbolic(t.decl().name())
+    cache[key] = (t, r)
+    return r
+
+
+class _Big:
+    """An integer constant outside int64: only appears in the sign fix-up of 64-bit
+    bit-vector results, If(u >= 2^63, u - 2^64, u), which int64 wrap-around already does."""
+
+    def __init__(self, v):
+        self.v = v
+
+
+def _big_op(kind, ch):
+    big = next(c for c in ch if isinstance(c, _Big))
+    other = [c for c in ch if not isinstance(c, _Big)]
+    if kind in (z3.Z3_OP_ADD, z3.Z3_OP_SUB) and big.v % 2**64 == 0 and len(other) == 1:
+        return other[0]
+    if kind in (z3.Z3_OP_GE, z3.Z3_OP_GT, z3.Z3_OP_LE, z3.Z3_OP_LT) and len(other) == 1:
+        big_on_right = isinstance(ch[1], _Big)
+        bigger = big.v > 0
+        if kind in (z3.Z3_OP_GE, z3.Z3_OP_GT):
+            val = (not bigger) if big_on_right else bigger
+        else:
+            val = bigger if big_on_right else (not bigger)
+        return np.bool_(val)
+    raise Symbolic("integer beyond 64 bits")
+
+
+_BV_OPS = {
+    z3.Z3_OP_INT2BV: lambda a: a, z3.Z3_OP_BV2INT: lambda a: a,
+    z3.Z3_OP_BXOR: np.bitwise_xor, z3.Z3_OP_BAND: np.bitwise_and, z3.Z3_OP_BOR: np.bitwise_or,
+    z3.Z3_OP_BNOT: np.invert, z3.Z3_OP_BSHL: np.left_shift, z3.Z3_OP_BASHR: np.right_shift,
+    z3.Z3_OP_BADD: lambda a, b: a + b, z3.Z3_OP_BSUB: lambda a, b: a - b, z3.Z3_OP_BMUL: lambda a, b: a * b,
+    z3.Z3_OP_SGEQ: lambda a, b: a >= b, z3.Z3_OP_SLEQ: lambda a, b: a <= b,
+    z3.Z3_OP_SGT: lambda a, b: a > b, z3.Z3_OP_SLT: lambda a, b: a < b,
+}
+
+
+_consts_cache: dict = {}
+
+
+def consts_of(t) -> dict:
+    hit = _consts_cache.get(t.get_id())
+    if hit is not None and hit[0].eq(t):
+        return hit[1]
+    from .solver import _consts
+    acc = {}
+    _consts(t, acc, set())
+    _consts_cache[t.get_id()] = (t, acc)
+    return acc
+
+
+def mod_only(term, name):
+    """Moduli m such that constant `name` occurs in `term` only as `name mod m`; None otherwise."""
+    mods = set()
+    ok = [True]
+    stack = [(term, None)]
+    seen = set()
+    while stack:
+        t, parent_mod = stack.pop()
+        key = (t.get_id(), parent_mod)
+        if key in seen:
+            continue
+        seen.add(key)
+        if z3.is_const(t) and t.decl().name() == name:
+            if parent_mod is None:
+                ok[0] = False
+            else:
+                mods.add(parent_mod)
+            continue
+        if z3.is_app(t):
+            if t.decl().kind() == z3.Z3_OP_MOD and t.num_args() == 2 and z3.is_int_value(t.arg(1)):
+                stack.append((t.arg(0), t.arg(1).as_long()))
+                stack.append((t.arg(1), None))
+                continue
+            for c in t.children():
+                stack.append((c, None))
+    return sorted(mods) if ok[0] else None
+
+
+def loop_values(k, name, terms):
+    """Values to enumerate for loop index `name` so that `terms` take all their values."""
+    from .checks.common import simplify_int
+    lp = next((x for x in k.loops if x.sym.decl().name() == name), None)
+    if lp is None:
+        return None
+    lo, ext = simplify_int(lp.lo), simplify_int(lp.extent)
+    if lo is not None and ext is not None:
+        return list(range(lo, lo + ext))
+    moduli = set()
+    for t in terms:
+        m = mod_only(t, name)
+        if m is None:
+            return None
+        moduli.update(m)
+    if not moduli:
+        return [0]
+    return list(range(math.lcm(*moduli)))
+
+
+def instances(k, site, terms, base_name=None):
+    """Enumerate the executions of `site` that matter for `terms`.
+
+    Returns (env, n) where env maps symbol names (thread ids and loop indices) to
+    arrays of length n, plus '__thread' (linear thread id) and '__active' (the site's
+    guards, or all-true where they cannot be evaluated)."""
+    free = {}
+    for t in terms:
+        free.update(consts_of(t))
+    thread_names = {sym.decl().name() for sym, _ in k.threads.values()}
+    axes = []
+    for name in sorted(free):
+        if name in thread_names:
+            continue
+        if k.syms.role.get(name) != "loop":
+            raise Symbolic(name)
+        vals = loop_values(k, name, terms)
+        if vals is None:
+            raise Symbolic(name)
+        axes.append((name, vals))
+    key = (id(k), site.id, tuple((n, len(v), v[0] if v else 0) for n, v in axes))
+    hit = _inst_cache.get(key)
+    if hit is not None and hit[0] is k:
+        return hit[1], hit[2]
+    n_threads = k.num_threads
+    total = n_threads * math.prod(len(v) for _, v in axes)
+    if total > MAX_INSTANCES:
+        raise Symbolic("too many instances")
+    grids = np.meshgrid(np.arange(n_threads, dtype=np.int64),
+                        *[np.asarray(v, dtype=np.int64) for _, v in axes], indexing="ij")
+    env = {}
+    lin = grids[0].reshape(-1)
+    for (name, _), g in zip(axes, grids[1:]):
+        env[name] = g.reshape(-1)
+    rem = lin
+    for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
+        if tag in k.threads:
+            sym, ext = k.threads[tag]
+            env[sym.decl().name()] = rem % ext
+            rem = rem // ext
+    env["__thread"] = lin
+    cond = z3.And(list(site.conds)) if site.conds else z3.BoolVal(True)
+    try:
+        act = np.broadcast_to(np_eval(cond, env), lin.shape)
+    except Symbolic:
+        act = np.ones(lin.shape, dtype=bool)
+    env["__active"] = act
+    if len(_inst_cache) > 4096:
+        _inst_cache.clear()
+    _inst_cache[key] = (k, env, lin.shape[0])
+    return env, lin.shape[0]
+
+
+def any_overlap(k, x, y, ox, nx, oy, ny, distinct_threads: bool):
+    """Whether some execution of x and some execution of y touch a common byte
+    (by two different threads when `distinct_threads`). None when not enumerable."""
+    try:
+        ex, _ = instances(k, x, [ox, nx])
+        ey, _ = instances(k, y, [oy, ny])
+        ax = np.broadcast_to(np_eval(ox, ex), ex["__thread"].shape)[ex["__active"]]
+        bx = ax + np.broadcast_to(np_eval(nx, ex), ex["__thread"].shape)[ex["__active"]]
+        tx = ex["__thread"][ex["__active"]]
+        ay = np.broadcast_to(np_eval(oy, ey), ey["__thread"].shape)[ey["__active"]]
+        by = ay + np.broadcast_to(np_eval(ny, ey), ey["__thread"].shape)[ey["__active"]]
+        ty = ey["__thread"][ey["__active"]]
+    except Symbolic:
+        return None
+    if ax.size == 0 or ay.size == 0:
+        return False
+    # dedupe identical (start, end, thread) rows to keep the pairwise test small
+    X = np.unique(np.stack([ax, bx, tx], axis=1), axis=0)
+    Y = np.unique(np.stack([ay, by, ty], axis=1), axis=0)
+    step = max(1, (1 << 22) // max(1, len(X)))
+    for i in range(0, len(Y), step):
+        yy = Y[i:i + step]
+        m = (X[None, :, 0] < yy[:, None, 1]) & (yy[:, None, 0] < X[None, :, 1])
+        if distinct_threads:
+            m &= X[None, :, 2] != yy[:, None, 2]
+        if m.any():
+            return True
+    return False
+
+
+def finite_range(k, site, term):
+    """(min, max) of `term` over the executions of `site`, when it only depends on finite
+    things; None otherwise. Executions whose guards cannot be evaluated are included."""
+    try:
+        env, _ = instances(k, site, [term])
+        v = np.broadcast_to(np_eval(term, env), env["__thread"].shape)[env["__active"]]
+    except Symbolic:
+        return None
+    if v.size == 0:
+        return ()
+    return int(v.min()), int(v.max())
+
+
+def abstract_finite(k, site, term, syms, tag="fin"):
+    """Split a sum into its finite part F and the rest: returns (rest + f, facts) with f a
+    fresh symbol ranging over [min F, max F]. Replacing F by any value of its range only
+    adds behaviours, so a bound proved for the abstraction holds for the term; the solver
+    is spared the div/mod arithmetic of thread and unrolled-loop indices."""
+    t = z3.simplify(term)
+    parts = list(t.children()) if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_ADD else [t]
+    thread_names = {sym.decl().name() for sym, _ in k.threads.values()}
+    finite, rest = [], []
+    for p in parts:
+        names = consts_of(p)
+        if names and all(n in thread_names or k.syms.role.get(n) == "loop" for n in names) \
+                and not _has_app(p):
+            finite.append(p)
+        else:
+            rest.append(p)
+    if not finite:
+        return term, []
+    fsum = finite[0] if len(finite) == 1 else z3.Sum(finite)
+    rng = finite_range(k, site, fsum)
+    if rng is None:
+        # some loop index is not enumerable: keep the parts that are
+        return term, []
+    if rng == ():
+        return None, []          # the site never executes
+    f = syms.fresh(tag)
+    other = (rest[0] if len(rest) == 1 else z3.Sum(rest)) if rest else z3.IntVal(0)
+    return other + f, [f >= rng[0], f <= rng[1]]
+
+
+def _has_app(t) -> bool:
+    stack, seen = [t], set()
+    while stack:
+        x = stack.pop()
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        if z3.is_app(x) and x.num_args() > 0 and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            return True
+        stack.extend(x.children())
+    return False

@@ -1,0 +1,317 @@
+"""Z3 queries over a kernel model: site contexts, thread instances, axioms, counterexamples."""
+from __future__ import annotations
+
+import os
+import time
+
+import z3
+
+from .z3expr import DTYPE_RANGE
+
+DEFAULT_TIMEOUT_MS = int(os.environ.get("KDA_VERIFY_TIMEOUT_MS", "8000"))
+PER_INSTANCE_ROLES = ("thread", "loop", "unknown")
+
+_memo: dict = {}
+stats = {"queries": 0, "cached": 0, "seconds": 0.0, "unknown": 0}
+
+
+def _consts(term, acc, seen):
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        i = t.get_id()
+        if i in seen:
+            continue
+        seen.add(i)
+        if z3.is_quantifier(t):
+            continue  # quantified subformulas carry their own facts
+        if z3.is_const(t) and not z3.is_int_value(t) and not z3.is_true(t) and not z3.is_false(t) \
+                and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            acc[t.decl().name()] = t
+        stack.extend(t.children())
+
+
+def _apps(term, acc, seen):
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        i = t.get_id()
+        if i in seen:
+            continue
+        seen.add(i)
+        if z3.is_quantifier(t):
+            continue
+        if z3.is_app(t) and t.num_args() > 0 and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            acc.setdefault(t.decl().name(), {})[i] = t
+        stack.extend(t.children())
+
+
+class Ctx:
+    """Constraint builder for one kernel."""
+
+    def __init__(self, kernel, timeout_ms: int = DEFAULT_TIMEOUT_MS):
+        self.k = kernel
+        self.syms = kernel.syms
+        self.timeout_ms = timeout_ms
+        self._inst_cache = {}
+
+    # -- instances -------------------------------------------------------------------
+    def instance(self, term, tag: str, roles=PER_INSTANCE_ROLES):
+        """Copy of `term` whose per-thread symbols (threads, loop indices, unknowns) carry `tag`."""
+        if not tag:
+            return term
+        key = (term.get_id(), tag, roles)
+        hit = self._inst_cache.get(key)
+        if hit is not None and hit[0].eq(term):   # ids are reused once a term dies
+            return hit[1]
+        acc = {}
+        _consts(term, acc, set())
+        pairs = []
+        for name, c in acc.items():
+            if self.syms.role.get(name) in roles:
+                new = name + "'" + tag
+                self.syms.role.setdefault(new, self.syms.role[name])
+                self.syms.pretty.setdefault(new, self.syms.pretty.get(name, name) + "'" + tag)
+                pairs.append((c, z3.Const(new, c.sort())))
+        r = z3.substitute(term, *pairs) if pairs else term
+        self._inst_cache[key] = (term, r)
+        return r
+
+    # -- contexts ----------------------------------------------------------------------
+    def shape_facts(self):
+        return list(self.k.preconditions)
+
+    def block_facts(self):
+        out = []
+        for sym, ext in self.k.blocks.values():
+            out += [sym >= 0, sym < ext]
+        return out
+
+    def thread_facts(self, tag=""):
+        out = []
+        for sym, ext in self.k.threads.values():
+            s = self.instance(sym, tag)
+            out += [s >= 0, s < ext]
+        return out
+
+    def loop_facts(self, loops, tag="", relaxed=False):
+        out = []
+        for lp in loops:
+            v = self.instance(lp.sym, tag)
+            lo = self.instance(lp.lo, tag)
+            ext = self.instance(lp.extent, tag)
+            for f in (v >= lo, v < lo + ext):
+                if not relaxed or is_linear(f):
+                    out.append(f)
+        return out
+
+    def site_facts(self, site, tag="", conds=True, relaxed=False):
+        out = self.thread_facts(tag) + self.loop_facts(site.loops, tag, relaxed)
+        if conds:
+            out += [self.instance(c, tag) for c in site.conds if not relaxed or is_linear(c)]
+        return out
+
+    def base(self, sites_tags, relaxed=False):
+        """Facts for sites executing as the given instances. `relaxed` drops nonlinear
+        loop bounds and guards: more executions are considered, which keeps "no race" and
+        similar proofs sound while sparing the solver nonlinear integer arithmetic."""
+        out = [f for f in self.shape_facts() if not relaxed or is_linear(f)] + self.block_facts()
+        for site, tag in sites_tags:
+            out += self.site_facts(site, tag, relaxed=relaxed)
+        return out
+
+    # -- axioms for uninterpreted loads ------------------------------------------------
+    def axioms(self, formulas):
+        apps = {}
+        seen = set()
+        for f in formulas:
+            _apps(f, apps, seen)
+        out = []
+        for fname, terms in apps.items():
+            info = self.syms.uf_info.get(fname)
+            if info is None:
+                continue
+            dtype = info[0]
+            rng = DTYPE_RANGE.get(dtype)
+            ts = list(terms.values())
+            if rng is not None:
+                for t in ts:
+                    out += [t >= rng[0], t <= rng[1]]
+            base = info[2] if len(info) > 2 else None
+            mono = self.k.monotone.get(base)
+            if mono is not None and info[1] == "global":
+                length, last = mono
+                # 0 = cu[0] <= cu[i] <= cu[i+1] <= cu[len-1] = last, instantiated on the terms used
+                for t in ts:
+                    i = t.arg(0)
+                    out += [z3.Implies(i == 0, t == 0), z3.Implies(i == length - 1, t == last),
+                            z3.Implies(z3.And(i >= 0, i < length), z3.And(t >= 0, t <= last))]
+                for a in ts:
+                    for b in ts:
+                        if a.get_id() != b.get_id() and a.num_args() == 1:
+                            ia, ib = a.arg(0), b.arg(0)
+                            out.append(z3.Implies(z3.And(ia >= 0, ia <= ib, ib < length), a <= b))
+        return out
+
+    # -- lemmas for nonlinear index arithmetic ---------------------------------------
+    def ranges(self):
+        """Symbol name -> (lo, hi exclusive) for block ids, thread ids and loop indices."""
+        r = getattr(self, "_ranges", None)
+        if r is None:
+            r = {}
+            for sym, ext in self.k.blocks.values():
+                r[sym.decl().name()] = (z3.IntVal(0), ext)
+            for sym, ext in self.k.threads.values():
+                r[sym.decl().name()] = (z3.IntVal(0), z3.IntVal(ext))
+            for lp in self.k.loops:
+                r[lp.sym.decl().name()] = (lp.lo, lp.lo + lp.extent)
+            self._ranges = r
+        return r
+
+    def product_lemmas(self, formulas):
+        """For each product v*g with v a bounded index (lo <= v < hi): lo*g <= v*g <= (hi-1)*g
+        when g >= 0. True facts that let the solver bound `b*H*T` by `(B-1)*H*T` linearly."""
+        rng = self.ranges()
+        out, seen = [], set()
+        stack = list(formulas)
+        while stack:
+            t = stack.pop()
+            if t.get_id() in seen or z3.is_quantifier(t):
+                continue
+            seen.add(t.get_id())
+            if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_MUL and t.num_args() >= 2 and \
+                    sum(not z3.is_int_value(c) for c in t.children()) >= 2:
+                ch = t.children()
+                for i, f in enumerate(ch):
+                    if z3.is_const(f) and f.decl().name().split("'")[0] in rng:
+                        name = f.decl().name()
+                        base = name.split("'")[0]
+                        lo, hi = rng[base]
+                        if "'" in name:
+                            tag = name.split("'", 1)[1]
+                            lo, hi = self.instance(lo, tag), self.instance(hi, tag)
+                        rest = [c for j, c in enumerate(ch) if j != i]
+                        g = rest[0] if len(rest) == 1 else z3.Product(*rest)
+                        out.append(z3.Implies(z3.And(g >= 0, f >= lo, f < hi),
+                                              z3.And(t >= lo * g, t <= (hi - 1) * g)))
+            stack.extend(t.children())
+        return out
+
+    # -- solving -----------------------------------------------------------------------
+    def solve(self, formulas, timeout_ms=None, facts=True):
+        """Returns ('sat', model) | ('unsat', None) | ('unknown', reason).
+
+        facts=False skips the facts about loaded values when the caller only acts on UNSAT."""
+        formulas = list(formulas)
+        # Facts about loaded values only ever remove models: UNSAT without them is final,
+        # and most queries are UNSAT, so the (costly) collection runs only when needed.
+        out = self._check(formulas, timeout_ms)
+        if out[0] == "unsat" or not facts:
+            return out
+        extra = self.axioms(formulas)
+        if not extra:
+            return out
+        return self._check(formulas + extra, timeout_ms)
+
+    def _check(self, formulas, timeout_ms):
+        # z3 hash-conses terms: structurally equal formulas are the same AST node, so the
+        # ids identify a query exactly as long as the terms stay alive (the memo keeps them)
+        key = (tuple(f.get_id() for f in formulas), timeout_ms or self.timeout_ms)
+        hit = _memo.get(key)
+        stats["queries"] += 1
+        if hit is not None and all(a.eq(b) for a, b in zip(hit[0], formulas)):
+            stats["cached"] += 1
+            return hit[1]
+        s = z3.Solver()
+        s.set("timeout", timeout_ms or self.timeout_ms)
+        s.add(*formulas)
+        t0 = time.perf_counter()
+        r = s.check()
+        stats["seconds"] += time.perf_counter() - t0
+        if r == z3.sat:
+            out = ("sat", s.model())
+        elif r == z3.unsat:
+            out = ("unsat", None)
+        else:
+            stats["unknown"] += 1
+            out = ("unknown", s.reason_unknown())
+        _memo[key] = (list(formulas), out)
+        return out
+
+    # -- counterexamples ---------------------------------------------------------------
+    def counterexample(self, model, formulas=()):
+        """Values of shape vars, block and thread ids, loop indices and loaded data."""
+        acc = {}
+        seen = set()
+        for f in formulas:
+            _consts(f, acc, seen)
+        out = {"shape": {}, "block": {}, "thread": {}, "loop": {}, "data": {}}
+        for name, c in sorted(acc.items()):
+            role = self.syms.role.get(name.split("'")[0]) or self.syms.role.get(name)
+            if role not in ("shape", "block", "thread", "loop"):
+                continue
+            v = model.eval(c, model_completion=True)
+            if z3.is_int_value(v):
+                out[role][self.syms.pretty.get(name, name)] = v.as_long()
+        for name in self.k.shape:
+            if name not in out["shape"]:
+                v = model.eval(self.k.shape[name], model_completion=True)
+                if z3.is_int_value(v):
+                    out["shape"][name] = v.as_long()
+        apps = {}
+        seen = set()
+        for f in formulas:
+            _apps(f, apps, seen)
+        for fname, terms in apps.items():
+            info = self.syms.uf_info.get(fname)
+            if info is None or info[1] not in ("global", "shared"):
+                continue
+            for t in terms.values():
+                try:
+                    idx = model.eval(t.arg(0), model_completion=True)
+                    val = model.eval(t, model_completion=True)
+                except z3.Z3Exception:
+                    continue
+                if z3.is_int_value(idx) and z3.is_int_value(val):
+                    base = info[2] if len(info) > 2 else fname
+                    out["data"][f"{base}[{idx.as_long()}]"] = val.as_long()
+        return {k: v for k, v in out.items() if v}
+
+
+def evaluate(model, term):
+    v = model.eval(term, model_completion=True)
+    if z3.is_int_value(v):
+        return v.as_long()
+    if z3.is_true(v):
+        return True
+    if z3.is_false(v):
+        return False
+    return str(v)
+
+
+_lin_cache: dict = {}
+
+
+def is_linear(term) -> bool:
+    """No product of two non-constant terms and no division by a non-constant."""
+    key = term.get_id()
+    hit = _lin_cache.get(key)
+    if hit is not None and hit[0].eq(term):
+        return hit[1]
+    ok = True
+    stack, seen = [term], set()
+    while stack and ok:
+        t = stack.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_app(t):
+            k = t.decl().kind()
+            if k == z3.Z3_OP_MUL:
+                nonconst = [c for c in t.children() if not z3.is_int_value(c)]
+                ok = len(nonconst) <= 1
+            elif k in (z3.Z3_OP_IDIV, z3.Z3_OP_DIV, z3.Z3_OP_MOD, z3.Z3_OP_REM):
+                ok = z3.is_int_value(t.arg(1))
+        stack.extend(t.children())
+    _lin_cache[key] = (term, ok)
+    return ok
