@@ -14,6 +14,8 @@ import math
 import numpy as np
 import z3
 
+from .z3expr import has_uninterpreted_app
+
 MAX_INSTANCES = 1 << 16
 _inst_cache: dict = {}
 
@@ -307,7 +309,7 @@ def abstract_finite(k, site, term, syms, tag="fin"):
     for p in parts:
         names = consts_of(p)
         if names and all(n in thread_names or k.syms.role.get(n) == "loop" for n in names) \
-                and not _has_app(p):
+                and not has_uninterpreted_app(p):
             finite.append(p)
         else:
             rest.append(p)
@@ -325,14 +327,3 @@ def abstract_finite(k, site, term, syms, tag="fin"):
     return other + f, [f >= rng[0], f <= rng[1]]
 
 
-def _has_app(t) -> bool:
-    stack, seen = [t], set()
-    while stack:
-        x = stack.pop()
-        if x.get_id() in seen:
-            continue
-        seen.add(x.get_id())
-        if z3.is_app(x) and x.num_args() > 0 and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            return True
-        stack.extend(x.children())
-    return False

@@ -13,6 +13,7 @@ from __future__ import annotations
 import z3
 
 from . import model as M
+from .z3expr import has_uninterpreted_app
 
 UNROLLED = ("3", "ForKind.UNROLLED", "unroll")
 
@@ -115,20 +116,7 @@ def thread_only(cond, syms) -> bool:
     from .solver import _consts
     acc = {}
     _consts(cond, acc, set())
-    return all(syms.role.get(n) == "thread" for n in acc) and not _has_apps(cond)
-
-
-def _has_apps(t) -> bool:
-    stack, seen = [t], set()
-    while stack:
-        x = stack.pop()
-        if x.get_id() in seen:
-            continue
-        seen.add(x.get_id())
-        if z3.is_app(x) and x.num_args() > 0 and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            return True
-        stack.extend(x.children())
-    return False
+    return all(syms.role.get(n) == "thread" for n in acc) and not has_uninterpreted_app(cond)
 
 
 def thread_dependent(cond, syms) -> bool:
@@ -196,7 +184,7 @@ def count_threads(k, cond, values=None):
         has_t = any(n in tnames for n in acc)
         if not has_t and not _has_thread_app(c, tnames):
             uniform.append(c)
-        elif all(n in tnames for n in acc) and not _has_apps(c):
+        elif all(n in tnames for n in acc) and not has_uninterpreted_app(c):
             local.append(c)
         else:
             mixed.append(c)

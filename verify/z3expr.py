@@ -594,3 +594,17 @@ class _PyToZ3(ast.NodeVisitor):
                 r = z3.If(x > r, x, r)
             return r
         raise ValueError(f"unsupported call {fn}")
+
+
+def has_uninterpreted_app(t) -> bool:
+    """True when `t` applies an uninterpreted function (a modelled memory read, for example)."""
+    stack, seen = [t], set()
+    while stack:
+        x = stack.pop()
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        if z3.is_app(x) and x.num_args() > 0 and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            return True
+        stack.extend(x.children())
+    return False
