@@ -166,6 +166,19 @@ def thread_values(k):
     return out
 
 
+def thread_id_arrays(k) -> dict:
+    """Each thread-index symbol's value for every linear thread id of the block, as numpy arrays."""
+    import numpy as np
+    rem = np.arange(k.num_threads, dtype=np.int64)
+    env = {}
+    for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
+        if tag in k.threads:
+            sym, ext = k.threads[tag]
+            env[sym.decl().name()] = rem % ext
+            rem = rem // ext
+    return env
+
+
 def count_threads(k, cond, values=None):
     """Number of threads of the block for which `cond` holds, as a z3 Int term.
 
@@ -189,14 +202,7 @@ def count_threads(k, cond, values=None):
         else:
             mixed.append(c)
     n = k.num_threads
-    lin = np.arange(n, dtype=np.int64)
-    env = {}
-    rem = lin
-    for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
-        if tag in k.threads:
-            sym, ext = k.threads[tag]
-            env[sym.decl().name()] = rem % ext
-            rem = rem // ext
+    env = thread_id_arrays(k)
     mask = np.ones(n, dtype=bool)
     for c in local:
         try:

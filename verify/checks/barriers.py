@@ -520,16 +520,10 @@ def _witness_threads(k, site):
     import numpy as np
 
     from ..numeric import Symbolic, np_eval
-    from ..order import thread_only
+    from ..order import thread_id_arrays, thread_only
     conds = [c for c in site.conds if thread_only(c, k.syms)]
     n = k.num_threads
-    lin = np.arange(n, dtype=np.int64)
-    env, rem = {}, lin
-    for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
-        if tag in k.threads:
-            sym, ext = k.threads[tag]
-            env[sym.decl().name()] = rem % ext
-            rem = rem // ext
+    env = thread_id_arrays(k)
     mask = np.ones(n, dtype=bool)
     for c in conds:
         try:
