@@ -69,12 +69,18 @@ def _load_module(path: str, name: str):
     return mod
 
 
-@functools.lru_cache(maxsize=None)
-def _py_module(k1_build, k2_build):
+def entry_dir(k1_build, k2_build):
+    """(spec, key, directory) of one entry's generated sources and builds, created on demand."""
     spec = entry_spec(k1_build, k2_build)
     key = entry_key(spec)
     d = os.path.join(cache_dir(), key)
     os.makedirs(d, exist_ok=True)
+    return spec, key, d
+
+
+@functools.lru_cache(maxsize=None)
+def _py_module(k1_build, k2_build):
+    spec, key, d = entry_dir(k1_build, k2_build)
     path = os.path.join(d, "entry.py")
     with _lock:
         _write_if_changed(path, python_source(spec))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 
-from . import _load_module, _write_if_changed, cache_dir, entry_key, entry_spec, _lock
+from . import _load_module, _write_if_changed, entry_dir, entry_spec, _lock
 from . import gen_cpp, gen_py
 
 
@@ -23,10 +23,7 @@ def _module(k1_build, k2_build):
     import tvm_ffi
     import tvm_ffi.cpp
 
-    spec = entry_spec(k1_build, k2_build)
-    key = entry_key(spec)
-    d = os.path.join(cache_dir(), key)
-    os.makedirs(d, exist_ok=True)
+    spec, key, d = entry_dir(k1_build, k2_build)
     src = os.path.join(d, "entry.cc")
     with _lock:
         _write_if_changed(src, cpp_source(spec))
@@ -82,16 +79,20 @@ class CppEntry:
             self._loaded = True
         return self
 
+    def _fast_module(self):
+        """The generated Python front of the C++ entry (gen_py.generate_fast), written and loaded."""
+        path = os.path.join(self.dir, "fast.py")
+        with _lock:
+            _write_if_changed(path, gen_py.generate_fast(self.spec))
+        return _load_module(path, f"_kda_host_fast_{os.path.basename(self.dir)}")
+
     @property
     def fast(self):
         """The lowest-overhead call: fast(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state,
         lower_bound, scale) -> (o, final_state or None); default validation, fresh outputs."""
         if self._fast is None:
             self.load_kernels()
-            path = os.path.join(self.dir, "fast.py")
-            with _lock:
-                _write_if_changed(path, gen_py.generate_fast(self.spec))
-            mod = _load_module(path, f"_kda_host_fast_{os.path.basename(self.dir)}")
+            mod = self._fast_module()
             entry = self._entry
 
             def slow(*a):
@@ -139,10 +140,7 @@ class CppEntry:
 
     def dry_run_fast(self):
         """`fast` with the dry-run flag: the same Python front on CPU tensors, no driver calls."""
-        path = os.path.join(self.dir, "fast.py")
-        with _lock:
-            _write_if_changed(path, gen_py.generate_fast(self.spec))
-        mod = _load_module(path, f"_kda_host_fast_{os.path.basename(self.dir)}")
+        mod = self._fast_module()
         entry = self._entry
 
         def dry(*a):
