@@ -27,7 +27,7 @@ import threading
 
 from .spec import EntrySpec, read_entry  # noqa: F401
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 
 _lock = threading.Lock()
 

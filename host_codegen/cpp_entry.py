@@ -14,6 +14,19 @@ from . import _load_module, _write_if_changed, entry_dir, entry_spec, _lock
 from . import gen_cpp, gen_py
 
 
+# How the entry submits K1 and K2: two cuLaunchKernel calls, or one launch of a two-node CUDA
+# graph whose parameters are rewritten per call (entry flags bit 7). Env KDA_TILE_LAUNCH overrides.
+LAUNCH_FLAGS = {"kernels": 0, "graph": 128}
+DEFAULT_LAUNCH = "kernels"
+
+
+def launch_flags() -> int:
+    mode = os.environ.get("KDA_TILE_LAUNCH", DEFAULT_LAUNCH)
+    if mode not in LAUNCH_FLAGS:
+        raise ValueError(f"KDA_TILE_LAUNCH: expected one of {sorted(LAUNCH_FLAGS)}, got {mode!r}")
+    return LAUNCH_FLAGS[mode]
+
+
 def cpp_source(spec) -> str:
     return gen_cpp.generate(spec)
 
@@ -95,10 +108,12 @@ class CppEntry:
             mod = self._fast_module()
             entry = self._entry
 
+            lf = launch_flags()
+
             def slow(*a):
-                r = entry(*a)
+                r = entry(*a, None, None, lf)
                 return r[0], r[1]
-            self._fast = mod.make(entry, slow)
+            self._fast = mod.make(entry, slow, 8 | lf)
         return self._fast
 
     @property
@@ -124,7 +139,7 @@ class CppEntry:
             return (self._fast or self.fast)(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state,
                                              lower_bound, scale)
         r = self._entry(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
-                        o, final_state, flags)
+                        o, final_state, flags | launch_flags())
         ro, rht = r[0], r[1]
         return (o if ro is None else ro), (final_state if rht is None else rht)
 
@@ -149,6 +164,14 @@ class CppEntry:
             r = entry(*a)
             return (r[0], r[1]) if len(a) != 14 or not (a[13] & 8) else r
         return mod.make(dry, lambda *a: dry(*a, None, None, 4))
+
+    def release_workspaces(self) -> int:
+        """Drops this entry's cached workspaces; returns their bytes."""
+        return int(self.module["release_workspaces"]())
+
+    def last_profile(self) -> list:
+        """Steady-clock ns at each phase boundary of this thread's last call made with flags bit 4."""
+        return [int(x) for x in self.module["last_profile"]()]
 
     def validate_only(self, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
                       o=None, final_state=None, expect_device="cuda", validate="fast"):

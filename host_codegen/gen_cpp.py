@@ -5,10 +5,15 @@ Exports (TVM-FFI packed functions):
         [, o, final_state, flags]) -> (o or None if the caller passed o, final_state or None)
       validates, allocates workspace and outputs, encodes the TMA descriptors, launches K1
       then K2 on the caller's current stream. flags: bit 0 full validation (cu_seqlens
-      contents); bit 2 dry run on CPU tensors (no driver calls); bit 3 return o alone.
+      contents); bit 2 dry run on CPU tensors (no driver calls); bit 3 return o alone;
+      bit 4 record phase timestamps; bit 5 skip the launches; bit 6 fresh workspace (no cache);
+      bit 7 submit K1+K2 as one graph launch instead of two kernel launches (not while capturing).
+      The workspace is kept across calls per (device, stream), except while capturing a graph.
   validate_only(<same 11>, o, final_state, flags, expect_device_type) -> [shape vars..., lower_bound, scale]
   load_cubins(k1_path, k2_path)
   bench_validate(<same 11>, iters) -> ns per validation, timed inside C++.
+  last_profile() -> steady-clock ns at each phase boundary of this thread's last flagged call
+  release_workspaces() -> bytes of cached workspace dropped (freed in stream order by the allocator)
 The CUDA driver is opened with dlopen("libcuda.so.1") at the first launch, so the module
 builds and validates on a machine without a GPU.
 """
@@ -190,6 +195,19 @@ typedef int CUdevice;
 struct alignas(64) CUtensorMap {
   uint64_t opaque[16];
 };
+typedef void* CUgraph;
+typedef void* CUgraphNode;
+typedef void* CUgraphExec;
+struct KernelNodeParams {  // CUDA_KERNEL_NODE_PARAMS_v2
+  CUfunction func;
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned smem;
+  void** params;
+  void** extra;
+  void* kern;
+  CUcontext ctx;
+};
 
 struct Driver {
   bool ok = false;
@@ -212,6 +230,12 @@ struct Driver {
   CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuMemsetD16Async)(uint64_t, unsigned short, size_t, CUstream);
   CUresult (*cuMemsetD32Async)(uint64_t, unsigned int, size_t, CUstream);
+  CUresult (*cuStreamIsCapturing)(CUstream, int*);
+  CUresult (*cuGraphCreate)(CUgraph*, unsigned);
+  CUresult (*cuGraphAddKernelNode)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const KernelNodeParams*);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec*, CUgraph, unsigned long long);
+  CUresult (*cuGraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode, const KernelNodeParams*);
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
 };
 
 template <typename T>
@@ -242,7 +266,13 @@ Driver* driver() {
            sym(lib, "cuMemcpyDtoHAsync_v2", &d.cuMemcpyDtoHAsync, &d.error) &&
            sym(lib, "cuStreamSynchronize", &d.cuStreamSynchronize, &d.error) &&
            sym(lib, "cuMemsetD16Async", &d.cuMemsetD16Async, &d.error) &&
-           sym(lib, "cuMemsetD32Async", &d.cuMemsetD32Async, &d.error);
+           sym(lib, "cuMemsetD32Async", &d.cuMemsetD32Async, &d.error) &&
+           sym(lib, "cuStreamIsCapturing", &d.cuStreamIsCapturing, &d.error) &&
+           sym(lib, "cuGraphCreate", &d.cuGraphCreate, &d.error) &&
+           sym(lib, "cuGraphAddKernelNode_v2", &d.cuGraphAddKernelNode, &d.error) &&
+           sym(lib, "cuGraphInstantiateWithFlags", &d.cuGraphInstantiateWithFlags, &d.error) &&
+           sym(lib, "cuGraphExecKernelNodeSetParams_v2", &d.cuGraphExecKernelNodeSetParams, &d.error) &&
+           sym(lib, "cuGraphLaunch", &d.cuGraphLaunch, &d.error);
     if (d.ok && d.cuInit(0) != 0) {
       d.ok = false;
       d.error = "cuInit failed";
@@ -315,16 +345,89 @@ void check_grid(int64_t gx, int64_t gy, int64_t gz) {
     fail("ValueError", "shapes: launch grid (" + S(gx) + ", " + S(gy) + ", " + S(gz) + ") outside the CUDA limits");
 }
 
-void launch(Kernel& k, int64_t gx, int64_t gy, int64_t gz, int64_t bx, int64_t by, int64_t bz,
-            int64_t smem, CUstream stream, void** args) {
-  Driver* d = driver();
+// Phase timestamps of the last entry call on this thread (flags bit 4), for bench/host_overhead.py.
+struct Profile {
+  int n = 0;
+  int64_t t[24];
+};
+thread_local Profile g_prof;
+inline void mark(bool on) {
+  if (on && g_prof.n < 24)
+    g_prof.t[g_prof.n++] = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Launch {
+  Kernel* k;
+  int64_t grid[3], block[3], smem;
+  void** args;
+};
+
+void ensure_smem(Kernel& k, int64_t smem) {
   if (smem > k.smem_set) {
-    check_cu(d->cuFuncSetAttribute(k.fn, 8 /*MAX_DYNAMIC_SHARED_SIZE_BYTES*/, static_cast<int>(smem)),
+    check_cu(driver()->cuFuncSetAttribute(k.fn, 8 /*MAX_DYNAMIC_SHARED_SIZE_BYTES*/, static_cast<int>(smem)),
              "cuFuncSetAttribute");
     k.smem_set = static_cast<int>(smem);
   }
-  check_cu(d->cuLaunchKernel(k.fn, gx, gy, gz, bx, by, bz, static_cast<unsigned>(smem), stream, args, nullptr),
-           "cuLaunchKernel");
+}
+
+KernelNodeParams node_params(const Launch& l) {
+  KernelNodeParams p{};
+  p.func = l.k->fn;
+  for (int i = 0; i < 3; ++i) {
+    p.grid[i] = static_cast<unsigned>(l.grid[i]);
+    p.block[i] = static_cast<unsigned>(l.block[i]);
+  }
+  p.smem = static_cast<unsigned>(l.smem);
+  p.params = l.args;
+  return p;
+}
+
+// Graph launch mode: one two-node graph (K1 -> K2) per thread and device, instantiated at the
+// first call; each call rewrites both nodes' parameters (copied by the driver) and submits the
+// pair with one cuGraphLaunch. Launches of one executable graph run in submission order.
+struct PairGraph {
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  CUgraphNode node[2] = {nullptr, nullptr};
+};
+thread_local PairGraph* g_pair[kMaxDevices] = {};
+
+void launch_graph(const Launch* L, int dev, CUstream stream) {
+  Driver* d = driver();
+  KernelNodeParams p[2] = {node_params(L[0]), node_params(L[1])};
+  PairGraph* pg = g_pair[dev];
+  if (pg == nullptr) {
+    PairGraph* n = new PairGraph();
+    check_cu(d->cuGraphCreate(&n->graph, 0), "cuGraphCreate");
+    check_cu(d->cuGraphAddKernelNode(&n->node[0], n->graph, nullptr, 0, &p[0]), "cuGraphAddKernelNode(K1)");
+    check_cu(d->cuGraphAddKernelNode(&n->node[1], n->graph, &n->node[0], 1, &p[1]), "cuGraphAddKernelNode(K2)");
+    check_cu(d->cuGraphInstantiateWithFlags(&n->exec, n->graph, 0), "cuGraphInstantiateWithFlags");
+    pg = g_pair[dev] = n;
+  } else {
+    check_cu(d->cuGraphExecKernelNodeSetParams(pg->exec, pg->node[0], &p[0]), "cuGraphExecKernelNodeSetParams(K1)");
+    check_cu(d->cuGraphExecKernelNodeSetParams(pg->exec, pg->node[1], &p[1]), "cuGraphExecKernelNodeSetParams(K2)");
+  }
+  check_cu(d->cuGraphLaunch(pg->exec, stream), "cuGraphLaunch");
+}
+
+// K1 then K2 on `stream`: two cuLaunchKernel calls, or one graph launch (`graph`; never while
+// the stream is capturing, where the two kernels are captured as they are).
+void launch_pair(Launch* L, int dev, CUstream stream, bool graph, bool prof) {
+  Driver* d = driver();
+  for (int i = 0; i < 2; ++i) ensure_smem(*L[i].k, L[i].smem);
+  if (graph) {
+    launch_graph(L, dev, stream);
+    mark(prof);
+    return;
+  }
+  for (int i = 0; i < 2; ++i) {
+    const Launch& l = L[i];
+    check_cu(d->cuLaunchKernel(l.k->fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
+                               static_cast<unsigned>(l.smem), stream, l.args, nullptr),
+             i == 0 ? "cuLaunchKernel(K1)" : "cuLaunchKernel(K2)");
+    mark(prof);
+  }
 }
 
 // The last descriptor encoded for one call site on this thread; a call with the same address,
@@ -387,6 +490,76 @@ struct CtxGuard {
 ffi::Tensor alloc(std::initializer_list<int64_t> shape, DLDataType dt, DLDevice dev) {
   std::vector<int64_t> s(shape);
   return ffi::Tensor::FromEnvAlloc(TVMFFIEnvTensorAlloc, ffi::ShapeView(s.data(), s.size()), dt, dev);
+}
+
+// The workspace, kept across calls per (device, stream). Work on one stream runs in order, so
+// consecutive calls on a stream can share a workspace; calls on other streams get their own.
+// While the stream is capturing a CUDA graph the call allocates a fresh one instead (the graph's
+// private pool owns it), so a replay never shares memory with eager calls. A call holds a
+// reference to the block it launched with, so a concurrent call that grows the slot cannot free
+// the block before this call's kernels are queued; the caching allocator then frees it in stream
+// order. The table is never destroyed: no tensor deleter runs during process exit.
+struct WsSlot {
+  int device_id = -1;
+  CUstream stream = nullptr;
+  int64_t bytes = 0;
+  ffi::Optional<ffi::Tensor> t;
+  uint64_t last_use = 0;
+};
+constexpr int kWsSlots = 8;
+struct WsTable {
+  std::mutex mu;
+  WsSlot slot[kWsSlots];
+  uint64_t tick = 0;
+};
+WsTable* ws_table() {
+  static WsTable* t = new WsTable();
+  return t;
+}
+
+ffi::Tensor alloc(std::initializer_list<int64_t> shape, DLDataType dt, DLDevice dev);
+
+ffi::Tensor cached_workspace(DLDevice dev, CUstream stream, int64_t bytes) {
+  WsTable* w = ws_table();
+  std::lock_guard<std::mutex> lock(w->mu);
+  WsSlot* hit = nullptr;
+  WsSlot* victim = &w->slot[0];
+  for (WsSlot& s : w->slot) {
+    if (s.device_id == dev.device_id && s.stream == stream) { hit = &s; break; }
+    if (s.last_use < victim->last_use) victim = &s;
+  }
+  if (hit == nullptr) {
+    hit = victim;
+    hit->t = ffi::Optional<ffi::Tensor>();
+    hit->bytes = 0;
+    hit->device_id = dev.device_id;
+    hit->stream = stream;
+  }
+  hit->last_use = ++w->tick;
+  if (hit->bytes < bytes) {
+    int64_t want = std::max(bytes, hit->bytes + hit->bytes / 2);
+    hit->t = ffi::Optional<ffi::Tensor>();
+    hit->t = alloc({want}, DLDataType{kDLUInt, 8, 1}, dev);
+    hit->bytes = want;
+  }
+  return hit->t.value();
+}
+
+int64_t release_workspaces() {
+  WsTable* w = ws_table();
+  std::lock_guard<std::mutex> lock(w->mu);
+  int64_t freed = 0;
+  for (WsSlot& s : w->slot) {
+    freed += s.bytes;
+    s = WsSlot();
+  }
+  return freed;
+}
+
+bool stream_capturing(CUstream stream) {
+  int status = 0;
+  check_cu(driver()->cuStreamIsCapturing(stream, &status), "cuStreamIsCapturing");
+  return status != 0;
 }
 
 // KDA_TILE_POISON=1: fill the workspace and fresh outputs with NaN before the launch.
@@ -556,11 +729,17 @@ def generate(spec: EntrySpec) -> str:
     L.append("")
     L.append("ffi::Any run(const TVMFFIAny* A, int32_t num_args) {")
     L.append(f"  int64_t flags = num_args > {FLAGS_INDEX} ? A[{FLAGS_INDEX}].v_int64 : 0;")
-    L.append("  // flags bit 0: full validation; bit 2: dry run on CPU tensors (everything but the driver calls).")
+    L.append("  // flags bit 0: full validation; bit 2: dry run on CPU tensors (everything but the driver calls);")
+    L.append("  // bit 4: record phase timestamps (last_profile); bit 5: skip both launches; bit 6: fresh workspace;")
+    L.append("  // bit 7: one graph launch for K1+K2.")
     L.append("  const bool dry = (flags & 4) != 0;")
+    L.append("  const bool prof = (flags & 16) != 0;")
+    L.append("  if (prof) g_prof.n = 0;")
+    L.append("  mark(prof);")
     L.append("  Env env;")
     L.append("  Env* E = &env;")
     L.append("  validate(A, num_args, dry ? kDLCPU : kDLCUDA, false, E, nullptr);")
+    L.append("  mark(prof);")
     L.append("  DLDevice dev = E->t_q->device;")
     L.append("  CUstream stream = dry ? nullptr : static_cast<CUstream>(TVMFFIEnvGetStream(kDLCUDA, dev.device_id));")
     if spec.varlen:
@@ -580,6 +759,7 @@ def generate(spec: EntrySpec) -> str:
     L.append("    ctx_guard.cur = dk->ctx;")
     L.append("  }")
     L.append("  const bool poison_on = poison_requested();")
+    L.append("  mark(prof);")
 
     # workspace: one allocation, buffers at WS_ALIGN-aligned offsets
     L.append("  int64_t ws_total = 0;")
@@ -587,7 +767,11 @@ def generate(spec: EntrySpec) -> str:
         numel = " * ".join(f"({_c(s)})" for s in w.shape)
         L.append(f"  const int64_t off_{w.name} = ws_total; ws_total += (({numel}) * {DTYPE_BYTES[w.dtype]} + {WS_ALIGN - 1}) / {WS_ALIGN} * {WS_ALIGN};")
     L.append(f"  // Over-allocated by {WS_ALIGN} bytes so the base can be rounded up whatever the allocator gives.")
-    L.append(f"  ffi::Tensor ws = alloc({{ws_total + {WS_ALIGN}}}, DLDataType{{kDLUInt, 8, 1}}, dev);")
+    L.append("  const bool capturing = !dry && stream_capturing(stream);")
+    L.append("  const bool fresh_ws = dry || capturing || (flags & 64) != 0;")
+    L.append(f"  ffi::Tensor ws = fresh_ws ? alloc({{ws_total + {WS_ALIGN}}}, DLDataType{{kDLUInt, 8, 1}}, dev)")
+    L.append(f"                           : cached_workspace(dev, stream, ws_total + {WS_ALIGN});")
+    L.append("  mark(prof);")
     L.append("  uintptr_t ws_raw = reinterpret_cast<uintptr_t>(ws.GetDLTensorPtr()->data) + ws.GetDLTensorPtr()->byte_offset;")
     L.append(f"  char* ws_base = reinterpret_cast<char*>((ws_raw + {WS_ALIGN - 1}) / {WS_ALIGN} * {WS_ALIGN});")
     ptr = {}
@@ -617,9 +801,12 @@ def generate(spec: EntrySpec) -> str:
         L.append("  }")
         ptr[p.name] = f"p_{p.name}"
 
+    L.append("  mark(prof);")
+
     def ir_ptr(ir_name):
         return ptr[IR_TO_PUBLIC.get(ir_name, ir_name)]
 
+    L.append("  Launch launches[2];")
     for ki, ks in enumerate((spec.k1, spec.k2)):
         tag = f"k{ki + 1}"
         for d in ks.tma:
@@ -649,7 +836,9 @@ def generate(spec: EntrySpec) -> str:
         g = [_c(x) for x in ks.grid]
         b = [_c(x) for x in ks.block]
         L.append(f"  check_grid({g[0]}, {g[1]}, {g[2]});")
-        L.append(f"  if (!dry) launch(dk->k[{ki}], {g[0]}, {g[1]}, {g[2]}, {b[0]}, {b[1]}, {b[2]}, {_c(ks.smem)}, stream, {tag}_args);")
+        L.append(f"  launches[{ki}] = Launch{{dk ? &dk->k[{ki}] : nullptr, {{{g[0]}, {g[1]}, {g[2]}}}, {{{b[0]}, {b[1]}, {b[2]}}}, {_c(ks.smem)}, {tag}_args}};")
+        L.append("  mark(prof);")
+    L.append("  if (!dry && !(flags & 32)) launch_pair(launches, dev.device_id, stream, (flags & 128) && !capturing, prof);")
     o_ret = "new_o" if "o" in out_names else "ffi::Optional<ffi::Tensor>()"
     ht_ret = "new_final_state" if "final_state" in out_names else "ffi::Optional<ffi::Tensor>()"
     L.append("  // flags bit 3: return o alone (a Tensor, or None when the caller passed o); a single return")
@@ -676,6 +865,13 @@ def generate(spec: EntrySpec) -> str:
     L.append("  auto t1 = std::chrono::steady_clock::now();")
     L.append("  return ffi::Any(std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(iters));")
     L.append("}")
+    L.append("")
+    L.append("ffi::Any run_last_profile(const TVMFFIAny*, int32_t) {")
+    L.append("  std::vector<int64_t> t(g_prof.t, g_prof.t + g_prof.n);")
+    L.append("  return ffi::Array<int64_t>(t.begin(), t.end());")
+    L.append("}")
+    L.append("")
+    L.append("ffi::Any run_release_workspaces(const TVMFFIAny*, int32_t) { return ffi::Any(release_workspaces()); }")
     L.append("")
     L.append("ffi::Any run_load_cubins(const TVMFFIAny* A, int32_t num_args) {")
     L.append('  if (num_args != 2) fail("TypeError", "load_cubins: expected 2 paths");')
@@ -704,7 +900,8 @@ def generate(spec: EntrySpec) -> str:
     L.append("}  // namespace")
     L.append("")
     for name, fn in (("entry", "run"), ("validate_only", "run_validate_only"),
-                     ("bench_validate", "run_bench_validate"), ("load_cubins", "run_load_cubins")):
+                     ("bench_validate", "run_bench_validate"), ("load_cubins", "run_load_cubins"),
+                     ("last_profile", "run_last_profile"), ("release_workspaces", "run_release_workspaces")):
         L.append(f'extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_{name}(void*, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {{')
         L.append(f"  return safe_call<{fn}>(args, num_args, result);")
         L.append("}")

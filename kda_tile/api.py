@@ -13,6 +13,7 @@ _STATE_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
 # blocks instead: H64 1x8192 0.66 ms against 0.75 ms, H8 1x65536 3.98 against 5.91; at
 # H96 1x8192, 64 columns win (0.95 against 1.32). bench/results/2026-11-29-variants.json.
 NARROW_BLOCK_BELOW = 132
+_NARROW_ROWS = NARROW_BLOCK_BELOW // 2  # (sequences x heads) below which K2 uses 32-column blocks
 
 
 def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optional[str], output_final_state: bool,
@@ -25,18 +26,28 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
 
 
 def _entry(k1, k2):
-    """The host entry for one (K1, K2) pair, once both builds pass the release gate."""
+    """The host entry's call for one (K1, K2) pair, once both builds pass the release gate."""
     gate.check(k1)
     gate.check(k2)
     if os.environ.get("KDA_TILE_BACKEND", "generated") == "generated":
         from host_codegen import get_entry
         entry = get_entry(k1, k2)
+        _LOADED.append(entry)
         return entry.fast if hasattr(entry, "fast") else entry
     from . import _launch  # TileLang's own JIT launchers, for debugging the generated entry
     return lambda *a: _launch.launch(k1, k2, *a)
 
 
+# (fixed batch, fast_math, initial_state dtype, output_final_state, narrow K2 blocks) -> the entry's call
 _ENTRIES: dict = {}
+_LOADED: list = []
+
+
+def empty_cache() -> int:
+    """Frees the K1->K2 workspaces that kda_prefill keeps between calls (one per device and
+    stream and configuration used, as large as the largest call so far). Returns the bytes freed;
+    the caching allocator frees them in stream order."""
+    return sum(e.release_workspaces() for e in _LOADED if hasattr(e, "release_workspaces"))
 
 
 def _programs(q, v, cu_seqlens) -> int:
@@ -82,10 +93,22 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
     Returns (o [B, T, H, V] bf16, final_state [N, H, V, K] or None); final_state's dtype
     follows initial_state (fp32 without one).
     """
-    key = (cu_seqlens is not None, fast_math, None if initial_state is None else getattr(initial_state, "dtype", None),
-           output_final_state, _programs(q, v, cu_seqlens) < NARROW_BLOCK_BELOW)
-    fn = _ENTRIES.get(key)
-    if fn is None:
-        k1, k2 = _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
-        fn = _ENTRIES[key] = _entry(k1, k2)
+    try:  # the steady-state path: ~1 us of Python before the one call into the entry
+        narrow = (q.shape[0] if cu_seqlens is None else cu_seqlens.shape[0] - 1) * q.shape[2] < _NARROW_ROWS
+        fn = _ENTRIES[cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
+                      output_final_state, narrow]
+    except (KeyError, AttributeError, IndexError, TypeError):
+        fn = _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
     return fn(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale)
+
+
+def _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math):
+    k1, k2 = _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+    fn = _entry(k1, k2)
+    try:
+        key = (cu_seqlens is None, bool(fast_math), None if initial_state is None else initial_state.dtype,
+               bool(output_final_state), k2.config.block_v == 32)
+        _ENTRIES[key] = fn
+    except Exception:  # a key that cannot be formed is validated (and rejected) by the entry
+        pass
+    return fn

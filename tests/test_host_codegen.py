@@ -633,3 +633,45 @@ def test_cpp_fast_front(pair):
         bad["cu_seqlens"] = [0, 40]  # the front cannot allocate from this; the entry names it
         with pytest.raises(TypeError, match=r"^cu_seqlens: expected a torch.Tensor, got "):
             fast(*[bad[n] for n in ORDER])
+
+
+@pytest.mark.parametrize("pair", ["varlen_h0f32_ht", "fixed_h0bf16_ht"])
+def test_cpp_fast_front_state_errors_name_initial_state(pair):
+    # With an initial state, the front allocates final_state like it; a bad initial_state is
+    # still reported as itself, never as the final_state derived from it.
+    from host_codegen import gen_py
+    e = entry(pair, "cpp")
+    assert "_empty_like(initial_state" in gen_py.generate_fast(e.spec)
+    fast = e.dry_run_fast()
+    a = make_args(pair)
+    bad = dict(a)
+    bad["initial_state"] = a["initial_state"][:, :1].clone()
+    with pytest.raises(ValueError, match=r"^initial_state.shape\[1\]: expected 2 "):
+        fast(*[bad[n] for n in ORDER])
+    bad["initial_state"] = a["initial_state"].transpose(2, 3)
+    with pytest.raises(ValueError, match=r"^initial_state.stride\(2\): expected "):
+        fast(*[bad[n] for n in ORDER])
+    bad["initial_state"] = None
+    with pytest.raises(TypeError, match=r"^initial_state: expected a tensor"):
+        fast(*[bad[n] for n in ORDER])
+
+
+def test_fast_front_without_initial_state_allocates_from_shapes():
+    from host_codegen import gen_py
+    from kda_tile import registry
+    k1 = registry.find("k1", varlen=True, fast_math=False)
+    k2 = registry.find("k2", varlen=True, initial_state=None, final_state=True)
+    src = gen_py.generate_fast(hc.entry_spec(k1, k2))
+    assert "_empty_like" not in src.split("def call", 1)[1]
+    assert "cu_seqlens.shape[0] - 1" in src and "q.shape[2]" in src
+
+
+def test_launch_mode_env(monkeypatch):
+    from host_codegen import cpp_entry
+    monkeypatch.setenv("KDA_TILE_LAUNCH", "graph")
+    assert cpp_entry.launch_flags() == 128
+    monkeypatch.setenv("KDA_TILE_LAUNCH", "kernels")
+    assert cpp_entry.launch_flags() == 0
+    monkeypatch.setenv("KDA_TILE_LAUNCH", "streams")
+    with pytest.raises(ValueError, match=r"^KDA_TILE_LAUNCH: expected one of \['graph', 'kernels'\], got 'streams'$"):
+        cpp_entry.launch_flags()

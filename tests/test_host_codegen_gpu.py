@@ -4,7 +4,9 @@
   kernels) against the float64 token recurrence on the GPU, with the workspace and fresh
   outputs poisoned with NaN;
 - caller-provided outputs, the caller's current stream, argument errors on CUDA tensors;
-- CUDA-graph capture of one call, replayed with new data (fixed and varlen).
+- CUDA-graph capture of one call, replayed with new data (fixed and varlen);
+- both launch modes (two kernel launches, one graph launch), the workspace kept across calls
+  (growing and shrinking shapes, two streams), kda_tile.empty_cache().
 """
 import zlib
 
@@ -83,6 +85,10 @@ def _check(o, ht, inp, want_ht, label):
 @pytest.fixture(autouse=True)
 def _poison(monkeypatch):
     monkeypatch.setenv("KDA_TILE_POISON", "1")
+
+
+LAUNCH_MODES = ["kernels", "graph"]
+O_ALONE, GRAPH = 8, 128
 
 
 @pytest.mark.parametrize("backend", ["cpp", "py"])
@@ -176,9 +182,11 @@ def test_argument_errors_on_cuda():
         entry(*a)
 
 
+@pytest.mark.parametrize("mode", LAUNCH_MODES)
 @pytest.mark.parametrize("varlen", [False, True], ids=["fixed", "varlen"])
-def test_cuda_graph_capture_and_replay(varlen):
+def test_cuda_graph_capture_and_replay(varlen, mode, monkeypatch):
     from host_codegen import get_entry
+    monkeypatch.setenv("KDA_TILE_LAUNCH", mode)
     entry = get_entry(*_builds(varlen, False, "float32", True), backend="cpp")
     lens = [40, 24, 64] if varlen else None
     static = _inputs(2 if not varlen else 1, 128, 4, lens, "float32", seed=10)
@@ -212,3 +220,69 @@ def test_kda_prefill_uses_the_generated_entry():
                                  dt_bias=inp["dt_bias"], initial_state=inp["initial_state"],
                                  output_final_state=True, cu_seqlens=inp["cu_seqlens"])
     _check(o, ht, inp, True, "kda_prefill")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_graph_launch_matches_kernel_launches(case):
+    """Flags bit 7 (one graph launch) against two kernel launches, then a second shape through
+    the same graph (new grid, new pointers), each against the reference."""
+    from host_codegen import get_entry
+    name, varlen, fast, h0, ht, B, T, H, lens = case
+    entry = get_entry(*_builds(varlen, fast, h0, ht), backend="cpp")
+    raw = entry.raw
+    shapes = [(B, T, H, lens), (B, (T or 0) + 37, H + 1, None if lens is None else lens[::-1] + [19])]
+    for i, (b, t, h, ls) in enumerate(shapes):
+        inp = _inputs(b, t, h, ls, h0, seed=zlib.crc32(name.encode()) % 1000 + i)
+        hts = []
+        outs = []
+        for flags in (O_ALONE, O_ALONE | GRAPH):
+            fs = None
+            if ht:
+                n = b if ls is None else len(ls)
+                fs = torch.full((n, h, V, K), float("nan"), device="cuda",
+                                dtype=inp["initial_state"].dtype if h0 else torch.float32)
+            outs.append(raw(*_args(inp), None, fs, flags))
+            hts.append(fs)
+        torch.cuda.synchronize()
+        assert torch.equal(outs[0], outs[1]), f"{name} shape {i}: graph launch differs from kernel launches"
+        if ht:
+            assert torch.equal(hts[0], hts[1])
+        _check(outs[1], hts[1], inp, ht, f"{name}/graph shape {i}")
+
+
+@pytest.mark.parametrize("mode", LAUNCH_MODES)
+def test_workspace_kept_across_calls(mode, monkeypatch):
+    """The cached workspace grows, is reused by smaller calls and is kept per stream: every
+    call is checked, with the workspace poisoned before each."""
+    import kda_tile
+    from kda_tile import api
+    monkeypatch.setenv("KDA_TILE_LAUNCH", mode)
+    api._ENTRIES.clear()
+    api._LOADED.clear()
+    from host_codegen import get_entry
+    get_entry.cache_clear()
+    side = torch.cuda.Stream()
+    plan = [([64], 2, None), ([300, 5], 3, None), ([16], 1, side), ([1000, 1, 999], 4, None), ([33], 2, side),
+            ([2, 3], 2, None)]
+    for i, (lens, H, stream) in enumerate(plan):
+        inp = _inputs(1, None, H, lens, "float32", seed=40 + i)
+        if stream is not None:
+            stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream or torch.cuda.current_stream()):
+            o, ht = kda_tile.kda_prefill(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], A_log=inp["A_log"],
+                                         dt_bias=inp["dt_bias"], initial_state=inp["initial_state"],
+                                         output_final_state=True, cu_seqlens=inp["cu_seqlens"])
+        if stream is not None:
+            torch.cuda.current_stream().wait_stream(stream)
+        _check(o, ht, inp, True, f"{mode} call {i} lens={lens} H={H}")
+    freed = kda_tile.empty_cache()
+    assert freed > 0
+    assert kda_tile.empty_cache() == 0
+    inp = _inputs(1, None, 2, [70], "float32", seed=60)
+    o, ht = kda_tile.kda_prefill(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], A_log=inp["A_log"],
+                                 dt_bias=inp["dt_bias"], initial_state=inp["initial_state"],
+                                 output_final_state=True, cu_seqlens=inp["cu_seqlens"])
+    _check(o, ht, inp, True, f"{mode} after empty_cache")
+    api._ENTRIES.clear()
+    api._LOADED.clear()
+    get_entry.cache_clear()
