@@ -3,6 +3,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh tests   # build, prewarm, GPU tests
 #   source .devbundle/activate.sh && bash bench/device_round.sh bench   # peers, host overhead, variants
 #   source .devbundle/activate.sh && bash bench/device_round.sh smoke   # a few cases and three shapes
+#   source .devbundle/activate.sh && bash bench/device_round.sh host    # launch floor, host overhead, host GPU tests
+#   source .devbundle/activate.sh && bash bench/device_round.sh matrix  # the GPU correctness matrix alone
 set -uo pipefail
 mode=${1:-tests}
 OUT=${OUT:-/tmp/kda-out}; mkdir -p "$OUT"
@@ -14,6 +16,18 @@ if [ "$mode" = tests ] || [ "$mode" = smoke ]; then
   JOBS=14 python bench/prewarm.py 2>&1 | grep -E "prewarm" | tee "$OUT/prewarm.log"
 fi
 case "$mode" in
+  host)
+    timeout 90 python bench/launch_floor.py > "$OUT/floor.log" 2>&1; tail -10 "$OUT/floor.log"
+    timeout 200 python bench/host_overhead.py --iters 3000 > "$OUT/host.log" 2>&1
+    grep -v -E '^\{|nanobind|leaked' "$OUT/host.log" | tail -60
+    JOBS=14 timeout 150 python bench/prewarm.py 2>&1 | grep -E "prewarm" | tee "$OUT/prewarm.log"
+    timeout 200 python -m pytest -m gpu -q -p no:cacheprovider tests/test_host_codegen_gpu.py > "$OUT/pytest_host_gpu.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_host_gpu.log" | tail -25 ;;
+  matrix)
+    JOBS=14 timeout 150 python bench/prewarm.py 2>&1 | grep -E "prewarm" | tee "$OUT/prewarm.log"
+    timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
+      > "$OUT/pytest_gpu.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -25 ;;
   smoke)
     python bench/smoke.py 2>&1 | tee "$OUT/smoke.log" | tail -60 ;;
   tests)

@@ -188,7 +188,7 @@ def measure_all(rec: Recorder):
             for mode in MODES:
                 set_launch_mode(mode)
                 rec.time(f"kda_tile.kda_prefill ({mode} launch) on a non-default stream", cname, prefill)
-        set_launch_mode(os.environ.get("KDA_TILE_LAUNCH_DEFAULT", "kernels"))
+        set_launch_mode(os.environ.get("KDA_TILE_LAUNCH_DEFAULT", "graph"))
 
         k1, k2 = api.select_builds(varlen=varlen, fast_math=False, initial_state_dtype="float32" if h0 else None,
                                    output_final_state=ht, programs_per_64_columns=2 * H)

@@ -17,7 +17,7 @@ from . import gen_cpp, gen_py
 # How the entry submits K1 and K2: two cuLaunchKernel calls, or one launch of a two-node CUDA
 # graph whose parameters are rewritten per call (entry flags bit 7). Env KDA_TILE_LAUNCH overrides.
 LAUNCH_FLAGS = {"kernels": 0, "graph": 128}
-DEFAULT_LAUNCH = "kernels"
+DEFAULT_LAUNCH = "graph"
 
 
 def launch_flags() -> int:
