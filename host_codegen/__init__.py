@@ -14,6 +14,10 @@ the buffers. validate="full" also checks the contents of cu_seqlens (starts at 0
 non-decreasing, ends at T): it copies N+1 int64 to the host and synchronizes the caller's
 current stream, so the call waits for all work queued on that stream (plus a ~10 us copy);
 it cannot be used while capturing a CUDA graph.
+The C++ entry keeps the K1->K2 workspace between calls, one per (device, stream), and submits
+K1 and K2 as one launch of a two-node CUDA graph whose node parameters it rewrites per call
+(KDA_TILE_LAUNCH=kernels: two cuLaunchKernel calls). While the caller's stream is capturing a
+graph it allocates a fresh workspace and launches the kernels plainly, so they are captured.
 The generated source is deterministic and cached on disk under the entry's key, a hash of
 both IR hashes and both extracted specs (see cache_dir()).
 """
