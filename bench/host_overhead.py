@@ -51,7 +51,17 @@ O_ALONE, PROFILE, NO_LAUNCH, FRESH_WS, GRAPH = 8, 16, 32, 64, 128
 MODES = {"kernels": 0, "graph": GRAPH}
 
 
-def time_calls(fn, iters, warmup, sync=True, after=None):
+def time_calls(fn, iters, warmup, sync=True, after=None, sync_every=None):
+    global SYNC_EVERY
+    saved = SYNC_EVERY
+    SYNC_EVERY = sync_every or SYNC_EVERY
+    try:
+        return _time_calls(fn, iters, warmup, sync, after)
+    finally:
+        SYNC_EVERY = saved
+
+
+def _time_calls(fn, iters, warmup, sync, after):
     for _ in range(warmup):
         fn()
     if sync:
@@ -293,16 +303,38 @@ def to_markdown(report):
     return "\n".join(lines) + "\n"
 
 
+def measure_sync_sensitivity(rec: Recorder):
+    """kda_prefill alone with the queue drained after every call and every 32 calls: whether the
+    GPU's own time per call (more than the host's at T=64 for the state-carrying call) shows up
+    as host time."""
+    from kda_tile import kda_prefill
+    for cname, (varlen, h0, ht) in CONFIGS.items():
+        d = inputs("cuda", varlen, h0)
+
+        def prefill(d=d, ht=ht):
+            return kda_prefill(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"], dt_bias=d["dt_bias"],
+                               lower_bound=-5.0, initial_state=d["initial_state"], output_final_state=ht,
+                               cu_seqlens=d["cu_seqlens"])
+        for every in (32, 1):
+            rec.time(f"kda_tile.kda_prefill (graph launch), queue drained every {every}", cname, prefill,
+                     sync_every=every)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=4000)
     ap.add_argument("--warmup", type=int, default=200)
+    ap.add_argument("--sync-sensitivity", action="store_true",
+                    help="only kda_prefill, queue drained every call vs every 32 calls (jsonl only)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench/host_overhead.py needs a CUDA GPU")
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).resolve().parent / "results"
     out.mkdir(parents=True, exist_ok=True)
     rec = Recorder(out, args.iters, args.warmup)
+    if args.sync_sensitivity:
+        measure_sync_sensitivity(rec)
+        return
     measure_all(rec)
     results = rec.rows
 
