@@ -1,0 +1,68 @@
+"""kda_prefill's dispatch: the steady-state key picks the same builds as select_builds, for every
+configuration and in any call order, and makes exactly one call into the entry. CPU only: the
+entry is replaced by a recorder."""
+import itertools
+
+import pytest
+import torch
+
+from kda_tile import api
+
+bf = torch.bfloat16
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    calls = []
+
+    def fake_entry(k1, k2):
+        def call(*a):
+            calls.append((k1, k2, len(a)))
+            return "o", None
+        return call
+    monkeypatch.setattr(api, "_entry", fake_entry)
+    monkeypatch.setattr(api, "_ENTRIES", {})
+    return calls
+
+
+def _inputs(n_seqs, H, varlen, h0):
+    T = 3 * n_seqs
+    B = 1 if varlen else n_seqs
+    T = T if varlen else 3
+    x = torch.zeros(B, T, H, 128, dtype=bf)
+    kw = dict(A_log=torch.zeros(H), dt_bias=torch.zeros(H, 128))
+    if varlen:
+        kw["cu_seqlens"] = torch.arange(0, T + 1, 3, dtype=torch.int64)
+    if h0 is not None:
+        kw["initial_state"] = torch.zeros(n_seqs, H, 128, 128, dtype=h0)
+    return x, kw
+
+
+CONFIGS = list(itertools.product([False, True], [False, True], [None, torch.float32, torch.bfloat16],
+                                 [False, True], [(1, 1), (65, 1), (66, 1), (3, 32)]))
+
+
+def test_each_call_gets_the_builds_select_builds_names(recorder):
+    # Twice over, in two orders, so that a cached key can never hand one configuration another's entry.
+    for configs in (CONFIGS, CONFIGS[::-1]):
+        for varlen, fast, h0, ht, (n, H) in configs:
+            x, kw = _inputs(n, H, varlen, h0)
+            out = api.kda_prefill(x, x, x, x, x[..., 0], output_final_state=ht, fast_math=fast, **kw)
+            assert out == ("o", None)
+            k1, k2, nargs = recorder[-1]
+            want = api.select_builds(varlen=varlen, fast_math=fast,
+                                     initial_state_dtype=None if h0 is None else api._STATE_DTYPES[h0],
+                                     output_final_state=ht, programs_per_64_columns=n * H * 2)
+            assert (k1, k2) == want, (varlen, fast, h0, ht, n, H)
+            assert nargs == 11
+    assert len(recorder) == 2 * len(CONFIGS)
+    assert len(api._ENTRIES) == len(CONFIGS) // 4 * 2  # (1, 1), (65, 1) narrow; (66, 1), (3, 32) wide
+
+
+def test_bad_keys_go_to_the_slow_path(recorder):
+    x, kw = _inputs(2, 2, True, torch.float16)
+    with pytest.raises(TypeError, match=r"^initial_state: expected dtype float32 or bfloat16, got torch.float16$"):
+        api.kda_prefill(x, x, x, x, x[..., 0], **kw)
+    x, kw = _inputs(2, 2, True, None)
+    api.kda_prefill("not a tensor", x, x, x, x[..., 0], **kw)  # no shape: the entry's checks name q
+    assert recorder[-1][0].config.varlen
