@@ -816,7 +816,7 @@ def generate(spec: EntrySpec) -> str:
             L.append(f"    const uint64_t strides[{d.rank}] = {{{', '.join(f'uint64_t({_c(x)})' for x in d.global_stride)}}};")
             L.append(f"    const uint32_t box[{d.rank}] = {{{', '.join(str(x) for x in d.box_dim)}}};")
             L.append(f"    const uint32_t estr[{d.rank}] = {{{', '.join(str(x) for x in d.elem_strides)}}};")
-            L.append(f"    static thread_local TmaCache cache;")
+            L.append("    static thread_local TmaCache cache;")
             L.append(f"    if (!dry) encode_tma_cached(&cache, &{tag}_{d.desc}, {d.dtype_code}, {d.rank}, {ir_ptr(d.tensor)}, dims, strides, box, estr, "
                      f"{d.interleave}, {d.swizzle}, {d.l2_promotion}, {d.oob_fill}, {_lit(ks.symbol + ' ' + d.desc)});")
             L.append("  }")

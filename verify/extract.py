@@ -24,7 +24,7 @@ from . import model as M
 from .tir import int_value, op_name, short, tirx
 from .z3expr import DTYPE_RANGE, Symbols, Translator, eval_condition, is_int_dtype
 
-THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+THREAD_TAGS = M.THREAD_TAGS
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 
 

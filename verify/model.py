@@ -12,6 +12,8 @@ from typing import Optional
 
 import z3
 
+THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+
 
 @dataclass
 class BufInfo:
@@ -133,7 +135,7 @@ class Kernel:
         """Linear thread id term (x + X*y + X*Y*z)."""
         t = z3.IntVal(0)
         mul = 1
-        for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
+        for tag in THREAD_TAGS:
             if tag in self.threads:
                 sym, ext = self.threads[tag]
                 if subst is not None:
@@ -141,3 +143,14 @@ class Kernel:
                 t = t + sym * mul
                 mul *= ext
         return t
+
+    def thread_split(self, lin):
+        """(symbol, index) for each thread dimension of linear thread id `lin` (the inverse of
+        thread_linear); `lin` is a Python int, a numpy int array or a z3 Int term."""
+        out = []
+        for tag in THREAD_TAGS:
+            if tag in self.threads:
+                sym, ext = self.threads[tag]
+                out.append((sym, lin % ext))
+                lin = lin / ext if isinstance(lin, z3.ArithRef) else lin // ext
+        return out

@@ -235,12 +235,7 @@ def instances(k, site, terms, base_name=None):
     lin = grids[0].reshape(-1)
     for (name, _), g in zip(axes, grids[1:]):
         env[name] = g.reshape(-1)
-    rem = lin
-    for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
-        if tag in k.threads:
-            sym, ext = k.threads[tag]
-            env[sym.decl().name()] = rem % ext
-            rem = rem // ext
+    env.update((sym.decl().name(), v) for sym, v in k.thread_split(lin))
     env["__thread"] = lin
     cond = z3.And(list(site.conds)) if site.conds else z3.BoolVal(True)
     try:

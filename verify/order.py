@@ -152,31 +152,13 @@ def participation(k, key, waiters_only=False):
 
 def thread_values(k):
     """Concrete (symbol, value) substitutions for every thread of the block."""
-    tags = [t for t in ("threadIdx.x", "threadIdx.y", "threadIdx.z") if t in k.threads]
-    out = []
-    n = k.num_threads
-    for lin in range(n):
-        rem = lin
-        pairs = []
-        for tag in tags:
-            sym, ext = k.threads[tag]
-            pairs.append((sym, z3.IntVal(rem % ext)))
-            rem //= ext
-        out.append((lin, pairs))
-    return out
+    return [(lin, [(sym, z3.IntVal(v)) for sym, v in k.thread_split(lin)]) for lin in range(k.num_threads)]
 
 
 def thread_id_arrays(k) -> dict:
     """Each thread-index symbol's value for every linear thread id of the block, as numpy arrays."""
     import numpy as np
-    rem = np.arange(k.num_threads, dtype=np.int64)
-    env = {}
-    for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
-        if tag in k.threads:
-            sym, ext = k.threads[tag]
-            env[sym.decl().name()] = rem % ext
-            rem = rem // ext
-    return env
+    return {sym.decl().name(): v for sym, v in k.thread_split(np.arange(k.num_threads, dtype=np.int64))}
 
 
 def count_threads(k, cond, values=None):

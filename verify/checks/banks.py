@@ -89,7 +89,6 @@ def site_degree(k, ctx, s):
 def _numeric(k, s, addr, cond, groups, width):
     free = {}
     free.update(_consts_of(addr))
-    cond_free = _consts_of(cond)
     thread_tags = {sym.decl().name(): (tag, ext) for tag, (sym, ext) in k.threads.items()}
     axes = []      # (name, values)
     for name in free:
@@ -111,12 +110,7 @@ def _numeric(k, s, addr, cond, groups, width):
         env[name] = g.reshape(-1, 1)
     warp = grids[-1].reshape(-1, 1)
     lin = warp * 32 + lane.reshape(1, -1)
-    rem = lin
-    for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
-        if tag in k.threads:
-            sym, ext = k.threads[tag]
-            env[sym.decl().name()] = rem % ext
-            rem = rem // ext
+    env.update((sym.decl().name(), v) for sym, v in k.thread_split(lin))
     in_block = lin < k.num_threads
     a = np.broadcast_to(_np_eval(addr, env), lin.shape)
     try:
@@ -172,13 +166,7 @@ def _symbolic(k, ctx, s, addr, cond, groups, width):
         items = []
         for l_ in lanes:
             lin = warp * 32 + l_
-            pairs = []
-            rem = lin
-            for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
-                if tag in k.threads:
-                    sym, ext = k.threads[tag]
-                    pairs.append((sym, rem % ext))
-                    rem = rem / ext
+            pairs = k.thread_split(lin)
             a_l = z3.substitute(addr, *pairs)
             act = z3.And(z3.substitute(cond, *pairs), lin < k.num_threads)
             for j in range(nwords):

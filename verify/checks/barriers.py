@@ -533,14 +533,7 @@ def _witness_threads(k, site):
     idx = np.flatnonzero(mask)
     if idx.size == 0:
         return None
-    t = int(idx[0])
-    pairs, rem = [], t
-    for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
-        if tag in k.threads:
-            sym, ext = k.threads[tag]
-            pairs.append((sym, rem % ext))
-            rem //= ext
-    return pairs
+    return k.thread_split(int(idx[0]))
 
 
 def _mbar_order2(st, x, tx, y, ty):
@@ -608,7 +601,7 @@ def _participation(st, key, waiters_only):
 
 def _bar_order(st, x, tx, y, ty):
     """x happens before y through a block-wide or named barrier."""
-    k, ctx = st.k, st.ctx
+    ctx = st.ctx
     terms = []
     for key in st.counter.keys():
         cx = ctx.instance(st.counter.before(x, key), tx)
