@@ -15,7 +15,9 @@ _memo: dict = {}
 stats = {"queries": 0, "cached": 0, "seconds": 0.0, "unknown": 0}
 
 
-def _consts(term, acc, seen):
+def _subterms(term, seen):
+    """Each subterm of `term` whose id is not in `seen` (which it fills), outside quantifiers:
+    quantified subformulas carry their own facts."""
     stack = [term]
     while stack:
         t = stack.pop()
@@ -24,26 +26,22 @@ def _consts(term, acc, seen):
             continue
         seen.add(i)
         if z3.is_quantifier(t):
-            continue  # quantified subformulas carry their own facts
+            continue
+        yield t
+        stack.extend(t.children())
+
+
+def _consts(term, acc, seen):
+    for t in _subterms(term, seen):
         if z3.is_const(t) and not z3.is_int_value(t) and not z3.is_true(t) and not z3.is_false(t) \
                 and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
             acc[t.decl().name()] = t
-        stack.extend(t.children())
 
 
 def _apps(term, acc, seen):
-    stack = [term]
-    while stack:
-        t = stack.pop()
-        i = t.get_id()
-        if i in seen:
-            continue
-        seen.add(i)
-        if z3.is_quantifier(t):
-            continue
+    for t in _subterms(term, seen):
         if z3.is_app(t) and t.num_args() > 0 and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            acc.setdefault(t.decl().name(), {})[i] = t
-        stack.extend(t.children())
+            acc.setdefault(t.decl().name(), {})[t.get_id()] = t
 
 
 class Ctx:
