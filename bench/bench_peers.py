@@ -11,9 +11,7 @@ import argparse
 import datetime
 import json
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("FLA_FLASH_KDA", "0")
@@ -100,16 +98,9 @@ def rel(a, b):
 
 
 def host_time_us(fn, n=200):
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-        torch.cuda.synchronize()
-    return statistics.median(ts) * 1e6
+    """Median host time per call, the queue drained after every call (bench/host_overhead.py's timer)."""
+    from host_overhead import time_calls
+    return time_calls(fn, n, 10, sync_every=1)["median_us"]
 
 
 def main():

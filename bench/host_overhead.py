@@ -51,17 +51,7 @@ O_ALONE, PROFILE, NO_LAUNCH, FRESH_WS, GRAPH = 8, 16, 32, 64, 128
 MODES = {"kernels": 0, "graph": GRAPH}
 
 
-def time_calls(fn, iters, warmup, sync=True, after=None, sync_every=None):
-    global SYNC_EVERY
-    saved = SYNC_EVERY
-    SYNC_EVERY = sync_every or SYNC_EVERY
-    try:
-        return _time_calls(fn, iters, warmup, sync, after)
-    finally:
-        SYNC_EVERY = saved
-
-
-def _time_calls(fn, iters, warmup, sync, after):
+def time_calls(fn, iters, warmup, sync=True, sync_every=SYNC_EVERY):
     for _ in range(warmup):
         fn()
     if sync:
@@ -71,9 +61,7 @@ def _time_calls(fn, iters, warmup, sync, after):
         t0 = time.perf_counter_ns()
         fn()
         ts.append(time.perf_counter_ns() - t0)
-        if after is not None:
-            after()
-        if sync and i % SYNC_EVERY == SYNC_EVERY - 1:
+        if sync and i % sync_every == sync_every - 1:
             torch.cuda.synchronize()
     if sync:
         torch.cuda.synchronize()
