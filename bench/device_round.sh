@@ -5,6 +5,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh smoke   # a few cases and three shapes
 #   source .devbundle/activate.sh && bash bench/device_round.sh host    # launch floor, host overhead, host GPU tests
 #   source .devbundle/activate.sh && bash bench/device_round.sh matrix  # the GPU correctness matrix alone
+#   source .devbundle/activate.sh && bash bench/device_round.sh fused   # chain micro-benchmark, fused kernel checks and times
+#   source .devbundle/activate.sh && bash bench/device_round.sh fusedpeers  # peers' call modes, fused ncu counters
 set -uo pipefail
 mode=${1:-tests}
 OUT=${OUT:-/tmp/kda-out}; mkdir -p "$OUT"
@@ -16,6 +18,24 @@ if [ "$mode" = tests ] || [ "$mode" = smoke ]; then
   JOBS=14 python bench/prewarm.py 2>&1 | grep -E "prewarm" | tee "$OUT/prewarm.log"
 fi
 case "$mode" in
+  fused)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu --format=csv | tee "$OUT/gpu.txt"
+    timeout 120 python bench/fused_round.py prewarm smoke > "$OUT/smoke.log" 2>&1; grep -E "SMOKE|correctness|FAILED|Error" "$OUT/smoke.log" | tail -30
+    if grep -q "correctness: .* 0 bad" "$OUT/smoke.log"; then
+      timeout 240 python bench/fused_round.py correctness > "$OUT/fused_correctness.log" 2>&1
+      grep -v -E '^\{|INFO' "$OUT/fused_correctness.log" | tail -25
+      timeout 150 python bench/fused_round.py timing > "$OUT/fused_timing.log" 2>&1
+      grep -v -E '^\{|INFO' "$OUT/fused_timing.log" | tail -14
+      [ -n "${WITH_PEERS:-}" ] && timeout 150 python bench/fused_round.py peers > "$OUT/peers_modes.log" 2>&1
+      [ -n "${WITH_PEERS:-}" ] && grep -v -E '^\{|INFO' "$OUT/peers_modes.log" | tail -40
+    fi ;;
+  chain)
+    timeout 150 python bench/chain_step.py > "$OUT/chain_step.log" 2>&1; tail -8 "$OUT/chain_step.log" ;;
+  fusedpeers)
+    timeout 300 python bench/fused_round.py peers > "$OUT/peers_modes.log" 2>&1; grep -v -E '^\{' "$OUT/peers_modes.log" | tail -40
+    timeout 200 ncu --clock-control none --profile-from-start off --csv --section SpeedOfLight --section Occupancy \
+      --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
+      python bench/fused_round.py ncu > "$OUT/ncu.csv" 2> "$OUT/ncu.err"; tail -3 "$OUT/ncu.err"; wc -l "$OUT/ncu.csv" ;;
   host)
     timeout 90 python bench/launch_floor.py > "$OUT/floor.log" 2>&1; tail -10 "$OUT/floor.log"
     timeout 200 python bench/host_overhead.py --iters 3000 > "$OUT/host.log" 2>&1
