@@ -21,6 +21,8 @@ import zlib
 import z3
 
 from . import model as M
+from . import intrinsics
+from .intrinsics import ATOMICS, VECTOR_MEMORY
 from .tir import int_value, op_name, short, tirx
 from .z3expr import DTYPE_RANGE, Symbols, Translator, eval_condition, is_int_dtype
 
@@ -72,6 +74,9 @@ class Extractor:
         self.unsupported = []
         self.descs = {}           # descriptor data Var -> dict
         self.cur_text = ""
+        self.cur_call = None
+        self.reg_inits, self.reg_steps = {}, {}
+        self.reg_reads, self.reg_incs, self.reg_init_value = {}, {}, {}
         self.loop_writes = {}
         self.loop_sigs = {}
         self.shape = {}
@@ -86,6 +91,7 @@ class Extractor:
         self.tr = Translator(self.syms, self.env, self._load, self._elect)
         self.tr.ptr_fn = self._access_ptr_generic
         self.tr.addr_fn = self._address_of
+        self.tr.call_fn = self._call_expr
         # a free integer variable in device code (a size the kernel never indexes with)
         # is the host-side shape variable of that name
         self.tr.free_fn = lambda v: self._shape_sym(str(v.name))
@@ -98,7 +104,10 @@ class Extractor:
             if is_int_dtype(p.dtype):
                 self.env[p] = self._shape_sym(p.name)
                 self.shape_dtype[str(p.name)] = str(p.dtype)
+                self.tr.nonneg_vars.add(p)   # shape variables are >= 0 (a precondition fact)
         self._precompute_loop_writes(f.body)
+        self._find_registers(f.body)
+        self.uniform = _uniform_registers(f, self.readonly_names(f))
         readonly_idx = set(int(i) for i in attrs.get("tl.readonly_param_indices", [])) \
             if attrs is not None else set()
         self.readonly = {f.params[i].name for i in readonly_idx if i < len(f.params)}
@@ -121,7 +130,94 @@ class Extractor:
             if tag not in self.threads:
                 self.threads[tag] = (self._tid_sym(tag), 1)
         _assign_top(self.root)
+        self._resolve_registers(k)
         return k
+
+    @staticmethod
+    def readonly_names(f):
+        attrs = f.attrs
+        idx = set(int(i) for i in attrs.get("tl.readonly_param_indices", [])) if attrs is not None else set()
+        return {f.params[i] for i in idx if i < len(f.params)}
+
+    # -- induction registers ------------------------------------------------------------
+    def _find_registers(self, body):
+        """Scalar integer registers that are set once outside loops and otherwise only
+        incremented by constants (TileLang's mbarrier phase counters): their value at a point is
+        the initial value plus the increments the thread executed before it (verify.counting)."""
+        from tvm.tirx.stmt_functor import post_order_visit
+        stores, bad = {}, set()
+
+        def visit(n):
+            if isinstance(n, tirx.BufferStore):
+                stores.setdefault(n.buffer.data, []).append(n)
+            elif isinstance(n, tirx.Call) and op_name(n) in ("tirx.tvm_access_ptr", "tirx.address_of"):
+                for x in n.args:
+                    if isinstance(x, tirx.Var):
+                        bad.add(x)
+                    elif isinstance(x, tirx.BufferLoad):
+                        bad.add(x.buffer.data)
+        post_order_visit(body, visit)
+        in_loop = set()
+
+        def loops(n):
+            if isinstance(n, (tirx.For, tirx.While)):
+                post_order_visit(n.body, lambda m: in_loop.add(m) if isinstance(m, tirx.BufferStore) else None)
+        post_order_visit(body, loops)
+        self.reg_inits, self.reg_steps = {}, {}
+        for data, sts in stores.items():
+            b = sts[0].buffer
+            if data in bad or not is_int_dtype(b.dtype) or not str(b.scope()).startswith("local") \
+                    or str(b.scope()).startswith("local.descriptor"):
+                continue
+            inits, incs, ok = [], [], True
+            for st in sts:
+                if len(st.indices) != 1 or int_value(st.indices[0]) is None:
+                    ok = False
+                    break
+                v = st.value
+                if int_value(v) is not None and st not in in_loop:
+                    inits.append(st)
+                elif isinstance(v, tirx.Add) and isinstance(v.a, tirx.BufferLoad) and v.a.buffer.data.same_as(data) \
+                        and len(v.a.indices) == 1 and int_value(v.a.indices[0]) == int_value(st.indices[0]) \
+                        and int_value(v.b) is not None:
+                    incs.append(st)
+                else:
+                    ok = False
+                    break
+            if ok and len(inits) == 1 and incs:
+                self.reg_inits[data] = int_value(inits[0].value)
+                for st in incs:
+                    self.reg_steps[st] = int_value(st.value.b)
+
+    def _register_read(self, info):
+        """A placeholder for a register's value here; resolved once the program tree is built."""
+        m = self._site("mark", "reg_read", extra={"reg": info.name})
+        sym = self.syms.int_sym(f"reg:{info.name}@{m.id}", "induction", info.name)
+        self.reg_reads[sym.decl().name()] = (info.name, m, sym)
+        return sym
+
+    def _resolve_registers(self, k):
+        if not self.reg_reads:
+            return
+        from .counting import Counts
+        counts = k.counts = Counts(k)
+        pairs = []
+        for name, (reg, m, sym) in self.reg_reads.items():
+            total = z3.IntVal(self.reg_init_value[reg])
+            for inc in self.reg_incs.get(reg, []):
+                c = counts.before(inc, m)
+                if c is None:
+                    total = None
+                    break
+                total = total + inc.extra["step"] * c
+            if total is None:
+                self.unsupported.append((m.text, f"value of the counter register {reg}"))
+                total = self.syms.fresh(f"{reg}?")
+            pairs.append((sym, z3.simplify(total)))
+        k.registers = {reg: {"init": v, "incs": self.reg_incs.get(reg, [])} for reg, v in self.reg_init_value.items()}
+        k.register_values = {str(sym): val for sym, val in pairs}
+        k.placeholders = {n: reg for n, (reg, _, _) in self.reg_reads.items()}
+        _substitute_model(k, pairs)
 
     def _shape_sym(self, name):
         if name not in self.shape:
@@ -196,7 +292,7 @@ class Extractor:
                 self._launch(s)
             self._stmt(s.body)
         elif isinstance(s, tirx.Bind):
-            self._bind(s)
+            self._guarded_stmt(self._bind, s)
         elif isinstance(s, tirx.DeclBuffer):
             self._buffer(s.buffer)
         elif isinstance(s, tirx.AllocBuffer):
@@ -210,15 +306,23 @@ class Extractor:
             self._evaluate(s.value)
         elif isinstance(s, tirx.BufferStore):
             self.cur_text = short(s)
-            self._store(s)
+            self._guarded_stmt(self._store, s)
         elif isinstance(s, tirx.AssertStmt):
             self.cur_text = short(s)
-            self.tr.expr(s.condition)
+            self._guarded_stmt(lambda x: self.tr.expr(x.condition), s)
         elif isinstance(s, tirx.While):
             self.unsupported.append((short(s), "while loop"))
             self._havoc_loop_writes(s)
         else:
             self.unsupported.append((short(s), f"statement {type(s).__name__}"))
+
+    def _guarded_stmt(self, fn, s):
+        try:
+            fn(s)
+        except (ValueError, TypeError, AttributeError, IndexError, KeyError, z3.Z3Exception) as err:
+            self.unsupported.append((short(s), f"{type(s).__name__}: {type(err).__name__}: {err}"))
+        finally:
+            self.tr.guards = []
 
     def _launch(self, s):
         iv = s.node
@@ -232,10 +336,12 @@ class Extractor:
             if tag not in self.threads:
                 self.threads[tag] = (self._tid_sym(tag), ext)
             self.env[var] = self.threads[tag][0]
+            self.tr.nonneg_vars.add(var)
         elif tag in BLOCK_TAGS:
             if tag not in self.blocks:
                 self.blocks[tag] = (self.syms.int_sym(tag, "block"), self.tr.int(s.value))
             self.env[var] = self.blocks[tag][0]
+            self.tr.nonneg_vars.add(var)
         else:
             self.unsupported.append((short(s), f"launch tag {tag}"))
 
@@ -369,6 +475,8 @@ class Extractor:
                       lo=lo, extent=ext, kind=str(s.kind), depth=len(self.loop_stack))
         self.loops.append(loop)
         self.env[var] = loop.sym
+        if self.tr._sign(s.min) >= 0:
+            self.tr.nonneg_vars.add(var)
         self._bump(writes)
         node = M.LoopNode(loop=loop, body=M.Block())
         node.body.owner = node
@@ -502,6 +610,8 @@ class Extractor:
             self.tr.obligations = saved
         if not scalar:
             return None
+        if e.buffer.data in self.reg_inits:
+            return self._register_read(info)
         c = z3.simplify(it)
         if info.scope == "local" and z3.is_int_value(c):
             tv = self.tracked.get((info.name, c.as_long()))
@@ -518,7 +628,14 @@ class Extractor:
             if any(self.bufs.get(dv) is info for dv in writes):
                 args.append(loop.sym)
         if info.scope == "local":
-            args += [self.threads[t][0] for t in THREAD_TAGS if t in self.threads]
+            role = next((c for dv, c in self.uniform.items() if self.bufs.get(dv) is info), None)
+            if role is None:
+                args += [self.threads[t][0] for t in THREAD_TAGS if t in self.threads]
+            else:   # the same in threads that agree on the role tests around its stores
+                saved = self.tr.obligations
+                self.tr.obligations = None
+                args += [z3.If(self.tr.bool(c), 1, 0) for c in role]
+                self.tr.obligations = saved
         ver = self.versions.get(info.name, 0)
         fname = f"{info.name}@v{ver}/{len(args)}"
         f = self.syms.uf(fname, len(args), dtype, info.scope)
@@ -527,6 +644,14 @@ class Extractor:
 
     def _store(self, s):
         info = self._buf_of(s.buffer)
+        if s.buffer.data in self.reg_inits:
+            if s in self.reg_steps:
+                inc = self._site("mark", "reg_inc", extra={"reg": info.name, "step": self.reg_steps[s]})
+                self.reg_incs.setdefault(info.name, []).append(inc)
+            else:
+                self.reg_init_value[info.name] = self.reg_inits[s.buffer.data]
+                self._site("mark", "reg_init", extra={"reg": info.name})
+            return
         if len(s.indices) != 1:
             self.unsupported.append((self.cur_text, "multi-dimensional store"))
             return
@@ -558,23 +683,65 @@ class Extractor:
             self.tracked_obl[(info.name, ci.as_long())] = value_obl
 
     # -- intrinsics ------------------------------------------------------------------
-    def _ptr(self, call):
-        """(BufInfo, first element term, element count term, rw mask, elem bytes) of tvm_access_ptr."""
-        ann, data, off, ext, mask = call.args
-        dtype = str(ann.dtype) if hasattr(ann, "dtype") else None
-        info = self.bufs.get(data)
-        if info is None:
-            info = self._param_buffer(data)
-        if info is None:
-            self.unsupported.append((self.cur_text, f"pointer to unknown buffer {data}"))
-            return None
-        eb = dtype_bytes(dtype) if dtype and dtype != "handle" else info.elem_bytes
+    # -- pointers ---------------------------------------------------------------------
+    def _pointer(self, e, default_dtype=None):
+        """(BufInfo, first element, extent in elements or None, rw mask, element bytes,
+        overflow obligations) of a pointer expression; None if it is not one we model."""
         saved = self.tr.obligations
         self.tr.obligations = []
-        o = self.tr.int(off)
-        obl = self.tr.obligations
-        self.tr.obligations = saved
-        return info, o, self.tr.int(ext), int_value(mask) or 3, eb, obl
+        try:
+            r = self._pointer_parts(e, default_dtype)
+            obl = self.tr.obligations
+        finally:
+            self.tr.obligations = saved
+        if r is None:
+            return None
+        info, first, ext, mask, eb = r
+        return info, first, ext, mask, eb, obl
+
+    def _pointer_parts(self, e, default_dtype):
+        if isinstance(e, tirx.Var):
+            info = self.bufs.get(e) or self._param_buffer(e)
+            if info is None:
+                return None
+            return info, z3.IntVal(0), info.size, 3, info.elem_bytes
+        if not isinstance(e, tirx.Call):
+            return None
+        name = op_name(e)
+        if name == "tirx.tvm_access_ptr":
+            ann, data, off, ext, mask = e.args
+            dtype = str(ann.dtype) if hasattr(ann, "dtype") else None
+            info = self.bufs.get(data) or self._param_buffer(data)
+            if info is None:
+                self.unsupported.append((self.cur_text, f"pointer to unknown buffer {data}"))
+                return None
+            eb = dtype_bytes(dtype) if dtype and dtype != "handle" else info.elem_bytes
+            return info, self.tr.int(off), self.tr.int(ext), int_value(mask) or 3, eb
+        if name == "tirx.address_of" and e.args and isinstance(e.args[0], tirx.BufferLoad):
+            ld = e.args[0]
+            info = self._buf_of(ld.buffer)
+            if len(ld.indices) != 1:
+                return None
+            first, _, _ = self._index_parts(ld.indices[0])
+            return info, first, None, 3, dtype_bytes(ld.buffer.dtype)
+        if name == "tirx.handle_add_byte_offset":
+            base = self._pointer_parts(e.args[0], default_dtype)
+            if base is None:
+                return None
+            info, first, ext, mask, eb = base
+            off = self.tr.int(e.args[1])
+            # count in bytes from here on
+            first_b = first * eb + off
+            ext_b = ext * eb - off if ext is not None else None
+            return info, first_b, ext_b, mask, 1
+        return None
+
+    def _ptr(self, call):
+        """(BufInfo, first element term, element count term, rw mask, elem bytes, obligations)."""
+        p = self._pointer(call)
+        if p is None and not (isinstance(call, tirx.Call) and op_name(call) == "tirx.tvm_access_ptr"):
+            self.unsupported.append((self.cur_text, f"pointer operand {short(call, 80)}"))
+        return p
 
     def _ptr_site(self, call, op, read, write, async_proxy=False, count=None, **kw):
         p = self._ptr(call)
@@ -583,18 +750,24 @@ class Extractor:
         info, o, ext, mask, eb, obl = p
         if info.scope not in ("global", "shared"):
             return None
-        return self._site("access", op, buf=info, index=o, count=count if count is not None else ext,
+        cnt = count if count is not None else ext
+        if cnt is None:
+            self.unsupported.append((self.cur_text, f"extent of the {op} operand on {info.name}"))
+            return None
+        return self._site("access", op, buf=info, index=o, count=cnt,
                           read=read, write=write, async_proxy=async_proxy, obligations=obl,
                           extra={"elem_bytes": eb, **kw.pop("extra", {})}, **kw)
 
     def _access_ptr_generic(self, call):
-        p = self._ptr(call)
+        """A tvm_access_ptr handed to an opaque call: the callee may touch the whole extent."""
+        p = self._pointer(call)
         if p is None:
             return
         info, o, ext, mask, eb, obl = p
         if info.scope in ("global", "shared"):
             self._site("access", "pointer", buf=info, index=o, count=ext, read=bool(mask & 1),
-                       write=bool(mask & 2), obligations=obl, extra={"elem_bytes": eb})
+                       write=bool(mask & 2), obligations=obl,
+                       extra={"elem_bytes": eb, "opaque": self.cur_call or self.tr.cur_call or "an opaque call"})
 
     def _address_of(self, call):
         """address_of(buf[i]) handed to an opaque call: the callee may touch any element."""
@@ -617,14 +790,43 @@ class Extractor:
         self.unsupported.append((self.cur_text, f"mbarrier operand {short(e)}"))
         return None
 
+    # -- calls ------------------------------------------------------------------------
     def _evaluate(self, v):
+        self.tr.guards = []
         if not isinstance(v, tirx.Call):
-            self.tr.guards = []
             self.tr.expr(v)
             return
-        self.tr.guards = []
         name = op_name(v)
+        try:
+            self._call_stmt(name, v)
+        except (ValueError, TypeError, AttributeError, IndexError, KeyError, z3.Z3Exception) as err:
+            # never crash on a form we do not know: the construct is reported (UNKNOWN)
+            self.unsupported.append((self.cur_text, f"{name or 'call'}: {type(err).__name__}: {err}"))
+        finally:
+            self.tr.guards = []
+
+    def _call_expr(self, e):
+        """Translator hook for calls inside expressions; NotImplemented: generic handling."""
+        name = op_name(e)
+        if name == "tirx.call_extern" and e.args and isinstance(e.args[0], tirx.StringImm) \
+                and str(e.args[0].value).startswith("tl::AllReduce<"):
+            self._allreduce(str(e.args[0].value), list(e.args[1:]))
+            return self.tr._unknown(e, "allreduce")
+        if name in ATOMICS or name in VECTOR_MEMORY:
+            self._call_stmt(name, e)
+            return self.tr._unknown(e, name.split(".")[-1])
+        return NotImplemented
+
+    def _call_stmt(self, name, v):
         a = list(v.args)
+        sig = intrinsics.match(v) if name in intrinsics.SIGNATURES else None
+        if name in intrinsics.SIGNATURES and sig is None:
+            self.unsupported.append((self.cur_text, f"{name} with {len(a)} arguments: form not modelled"))
+            for x in a:
+                if isinstance(x, tirx.PrimExpr) and not isinstance(x, tirx.StringImm):
+                    self.tr.expr(x)
+            return
+        form, r = sig if sig is not None else (None, None)
         if name == "tirx.tvm_storage_sync":
             scope = a[0].value if isinstance(a[0], tirx.StringImm) else ""
             if scope == "warp":
@@ -635,11 +837,11 @@ class Extractor:
             nthreads = 1
             for _, ext in self.threads.values():
                 nthreads *= ext
-            if len(a) == 1:
+            if form == "block":
                 self._site("sync", "syncthreads", bar_key=("sync",), bar_count=z3.IntVal(nthreads))
                 return
-            bid = int_value(a[1])
-            cnt = self.tr.int(a[2]) if len(a) > 2 else z3.IntVal(nthreads)
+            bid = int_value(r["id"])
+            cnt = self.tr.int(r["count"])
             if bid is None:
                 self.unsupported.append((self.cur_text, "non-constant named barrier id"))
                 return
@@ -647,94 +849,215 @@ class Extractor:
             self._site("sync", "named_sync" if bid else "syncthreads", bar_key=key, bar_count=cnt,
                        extra={"id": bid})
         elif name == "tl.named_barrier_arrive":
-            bid = int_value(a[0])
+            bid = int_value(r["id"])
             if bid is None:
                 self.unsupported.append((self.cur_text, "non-constant named barrier id"))
                 return
             self._site("sync", "named_arrive", bar_key=("sync",) if bid == 0 else ("named", bid),
-                       bar_count=self.tr.int(a[1]), extra={"id": bid})
+                       bar_count=self.tr.int(r["count"]), extra={"id": bid})
         elif name == "tirx.ptx_init_barrier_thread_count":
-            mb = self._mbar(a[0])
+            mb = self._mbar(r["mbar"])
             if mb:
-                self._site("mbar", "init", mbar=mb, bar_count=self.tr.int(a[1]))
+                self._site("mbar", "init", mbar=mb, bar_count=self.tr.int(r["count"]))
         elif name == "tl.ptx_fence_barrier_init":
             self._site("fence", "fence_init")
         elif name == "tirx.ptx_arrive_barrier":
-            mb = self._mbar(a[0])
+            mb = self._mbar(r["mbar"])
             if mb:
                 self._site("mbar", "arrive", mbar=mb)
         elif name == "tirx.ptx_arrive_barrier_expect_tx":
-            mb = self._mbar(a[0])
+            if form != "arrive_tx":
+                self.unsupported.append((self.cur_text, f"{name}: cluster form"))
+                return
+            mb = self._mbar(r["mbar"])
             if mb:
-                self._site("mbar", "arrive_expect_tx", mbar=mb, tx_bytes=self.tr.int(a[1]))
+                self._site("mbar", "arrive_expect_tx", mbar=mb, tx_bytes=self.tr.int(r["bytes"]))
         elif name == "tl.mbarrier_expect_tx":
-            mb = self._mbar(a[0])
+            mb = self._mbar(r["mbar"])
             if mb:
-                self._site("mbar", "expect_tx", mbar=mb, tx_bytes=self.tr.int(a[1]))
+                self._site("mbar", "expect_tx", mbar=mb, tx_bytes=self.tr.int(r["bytes"]))
         elif name == "tl.mbarrier_wait_parity":
-            mb = self._mbar(a[0])
+            mb = self._mbar(r["mbar"])
             if mb:
-                self._site("mbar", "wait", mbar=mb, parity=self.tr.int(a[1]))
+                self._site("mbar", "wait", mbar=mb, parity=self.tr.int(r["parity"]))
         elif name in ("tl.ptx_arrive_cluster_barrier", "tl.tma_load_2sm", "tl.tcgen05_mma_arrive",
-                      "tl.ptx_cp_async_barrier_noinc"):
-            self.unsupported.append((self.cur_text, name))
+                      "tl.ptx_cp_async_barrier_noinc", "tirx.ptx_cp_async_barrier", "tl.tma_load_multicast",
+                      "tl.tma_load_im2col", "tl.tma_load_gather4", "tl.tma_store_scatter4", "tl.ptx_st_bulk_shared",
+                      "tl.tma_store_cluster", "tl.ptx_cluster_store", "tirx.ptx_cp_async_bulk"):
+            self.unsupported.append((self.cur_text, f"{name}: not modelled"))
         elif name == "tl.fence_proxy_async":
             self._site("fence", "proxy_async")
         elif name == "tl.tma_load":
-            self._tma_load(a)
+            self._tma_load(form, r)
         elif name == "tl.tma_store":
-            self._tma_store(a)
+            self._tma_store(form, r)
         elif name in ("tl.ptx_ldmatrix", "tl.ptx_stmatrix"):
-            num = int_value(a[1]) or 1
+            num = int_value(r["num"]) or 1
             if name == "tl.ptx_stmatrix":
-                for x in a[3:]:
-                    if isinstance(x, tirx.PrimExpr):
+                for x in r["values"]:
+                    if isinstance(x, tirx.PrimExpr) and not isinstance(x, tirx.StringImm):
                         self.tr.expr(x)
             # lanes 8j..8j+7 give the 16-byte row addresses of matrix j; the others are ignored
             lane = self._linear_tid() % 32
             self.tr.guards = [lane < 8 * num]
             op = "ldmatrix" if name == "tl.ptx_ldmatrix" else "stmatrix"
-            self._ptr_site(a[2], op, op == "ldmatrix", op == "stmatrix",
-                           count=z3.IntVal(16 // self._ptr_eb(a[2])),
-                           extra={"num": num, "trans": int_value(a[0])})
+            self._ptr_site(r["smem"], op, op == "ldmatrix", op == "stmatrix",
+                           count=z3.IntVal(16 // self._ptr_eb(r["smem"])),
+                           extra={"num": num, "trans": int_value(r["trans"])})
             self.tr.guards = []
         elif name in ("tirx.ptx_cp_async", "tl.ptx_cp_async"):
-            self._cp_async(name, a)
+            self._cp_async(form, r)
         elif name == "tl.initialize_wgmma_descriptor":
-            self._wgmma_desc(a)
+            self._wgmma_desc(r)
         elif name == "tl.increase_descriptor_offset":
-            d = a[0].buffer.data if isinstance(a[0], tirx.BufferLoad) else None
+            d = r["desc"].buffer.data if isinstance(r["desc"], tirx.BufferLoad) else None
             st = self.descs.get(d)
             if st is None:
                 self.unsupported.append((self.cur_text, "descriptor offset before initialization"))
             else:
-                st["inc"] = st["inc"] + self.tr.int(a[1])
+                st["inc"] = st["inc"] + self.tr.int(r["offset"])
         elif name in ("tl.ptx_wgmma_ss", "tl.ptx_wgmma_rs"):
-            self._wgmma(name, a)
+            self._wgmma(form, r)
+        elif name in VECTOR_MEMORY:
+            width = VECTOR_MEMORY[name]
+            write = ".st" in name
+            if "pred" in r:
+                self.tr.guards = [self.tr.bool(r["pred"])]
+            if write:
+                self.tr.expr(r["value"])
+            eb = self._ptr_eb(r["ptr"])
+            self._ptr_site(r["ptr"], "store" if write else "load", not write, write,
+                           count=z3.IntVal(max(1, width // eb)), extra={"vector_bytes": width})
+            self.tr.guards = []
+        elif name in ATOMICS:
+            for x in r.get("rest", []):
+                if isinstance(x, tirx.PrimExpr) and not isinstance(x, tirx.StringImm):
+                    self.tr.expr(x)
+            if "value" in r:
+                self.tr.expr(r["value"])
+            p = self._pointer(r["ptr"])
+            if p is None:
+                self.unsupported.append((self.cur_text, f"{name} operand"))
+                return
+            info, o, _, _, eb, obl = p
+            if info.scope in ("global", "shared"):
+                load_only = name == "tl.atomic_load_elem_op"
+                self._site("access", "atomic", buf=info, index=o, count=z3.IntVal(ATOMICS[name]), read=True,
+                           write=not load_only, obligations=obl, extra={"elem_bytes": eb, "atomic": True})
+        elif name == "tl.set_max_nreg":
+            self._site("fence", "setmaxnreg", extra={"regs": int_value(r["regs"]), "inc": int_value(r["inc"])})
+        elif name == "tl.no_set_max_nreg":
+            self._site("fence", "setmaxnreg", extra={"regs": None, "inc": None})
         elif name in ("tl.warpgroup_arrive", "tl.warpgroup_commit_batch", "tl.warpgroup_wait",
-                      "tl.warpgroup_fence_operand", "tl.prefetch_tma_descriptor", "tl.set_max_nreg",
+                      "tl.warpgroup_fence_operand", "tl.prefetch_tma_descriptor",
                       "tl.tma_store_arrive", "tl.tma_store_wait", "tirx.ptx_commit_group",
-                      "tirx.ptx_wait_group", "tl.no_set_max_nreg", "tl.sync_warp"):
+                      "tirx.ptx_wait_group", "tl.sync_warp"):
             if name == "tl.warpgroup_wait":
-                self._site("fence", "wgmma_wait", extra={"n": int_value(a[0])})
+                self._site("fence", "wgmma_wait", extra={"n": int_value(r["n"])})
             elif name == "tl.tma_store_wait":
-                self._site("fence", "tma_store_wait")
+                self._site("fence", "tma_store_wait", extra={"n": int_value(r["n"])})
             elif name == "tirx.ptx_wait_group":
-                self._site("fence", "cp_async_wait", extra={"n": int_value(a[0])})
-            return
+                self._site("fence", "cp_async_wait", extra={"n": int_value(r["n"])})
+            elif name == "tirx.ptx_commit_group":
+                self._site("fence", "cp_async_commit")
+            elif name == "tl.tma_store_arrive":
+                self._site("fence", "tma_store_commit")
+        elif name == "tirx.call_extern" and a and isinstance(a[0], tirx.StringImm) \
+                and str(a[0].value).startswith("tl::AllReduce<"):
+            self._allreduce(str(a[0].value), a[1:])
         else:
-            self.tr.expr(v)  # generic: loads and pointers inside the arguments
+            self.cur_call = name if name != "tirx.call_extern" or not a else str(getattr(a[0], "value", name))
+            try:
+                self.tr.expr(v)  # generic: loads and pointers inside the arguments
+            finally:
+                self.cur_call = None
 
-    def _ptr_eb(self, call):
-        ann = call.args[0]
-        dt = str(ann.dtype) if hasattr(ann, "dtype") else "float16"
-        return dtype_bytes(dt)
+    def _ptr_eb(self, ptr):
+        if isinstance(ptr, tirx.Call) and op_name(ptr) == "tirx.tvm_access_ptr":
+            ann = ptr.args[0]
+            if hasattr(ann, "dtype"):
+                return dtype_bytes(str(ann.dtype))
+        p = self._pointer(ptr)
+        return p[4] if p is not None else 2
 
-    def _tma_load(self, a):
-        desc_var = a[0]
+    def _allreduce(self, name, args):
+        """tl::AllReduce<Reducer, threads, scale, thread_offset, Barrier[, batch, stride]>::run(x, red_buf)
+        (src/tl_templates/cuda/reduce.h): a butterfly over offsets threads/2 .. scale; a level with
+        offset >= 32 goes through red_buf between two barriers (Barrier::sync<1>, sync<2>), the others
+        are warp shuffles."""
+        m = re.match(r"tl::AllReduce<(.*)>::(run|run_batch)$", name)
+        parts = _template_args(m.group(1)) if m else None
+        if not parts or len(parts) < 4:
+            self.unsupported.append((self.cur_text, f"AllReduce form {name}"))
+            return
+        try:
+            threads, scale, offset0 = int(parts[1]), int(parts[2]), int(parts[3])
+            batch = int(parts[5]) if len(parts) > 5 else 1
+            stride = int(parts[6]) if len(parts) > 6 else 0
+        except ValueError:
+            self.unsupported.append((self.cur_text, f"AllReduce parameters {name}"))
+            return
+        barrier = parts[4] if len(parts) > 4 else "tl::SyncThreadsBarrier"
+        bm = re.match(r"tl::NamedBarrier<(\d+)>", barrier)
+        for x in args[:1]:
+            if isinstance(x, tirx.PrimExpr):
+                self.tr.expr(x)
+        ws = self._pointer(args[1]) if len(args) > 1 else None
+        tid = self.threads.get("threadIdx.x", (z3.IntVal(0), 1))[0]
+        lin = tid - offset0
+        offset = threads // 2
+        text = self.cur_text
+        while offset >= scale and offset >= 1:
+            if offset >= 32:
+                if ws is None:
+                    self.unsupported.append((text, f"{name} without a workspace"))
+                    return
+                info, base, _, _, eb, obl = ws
+                for phase in (1, 2):
+                    if bm:
+                        self._site("sync", "named_sync", bar_key=("named", phase), bar_count=z3.IntVal(int(bm.group(1))),
+                                   extra={"id": phase, "allreduce": True})
+                    else:
+                        self._site("sync", "syncthreads", bar_key=("sync",),
+                                   bar_count=z3.IntVal(self._num_threads()), extra={"allreduce": True})
+                    partner = z3.If((lin / offset) % 2 == 0, lin + offset, lin - offset)
+                    for i in range(batch):
+                        idx = base + (lin if phase == 1 else partner) + i * stride
+                        self._site("access", "store" if phase == 1 else "load", buf=info, index=idx,
+                                   count=z3.IntVal(1), read=phase == 2, write=phase == 1, obligations=list(obl),
+                                   extra={"elem_bytes": eb, "allreduce": name})
+            if offset == scale:
+                break
+            offset //= 2
+
+    def _num_threads(self):
+        n = 1
+        for _, ext in self.threads.values():
+            n *= ext
+        return n
+
+    def _tma_load(self, form, r):
+        mb = self._mbar(r["mbar"]) if not (isinstance(r["mbar"], tirx.IntImm)) else None
+        if form == "bulk":
+            nbytes = int_value(r["bytes"])
+            self.tr.expr(r["bytes"])
+            g = self._pointer(r["gmem"])
+            if g is not None and g[0].scope == "global":
+                info, o, _, _, eb, obl = g
+                self._site("access", "tma_load_src", buf=info, index=o,
+                           count=self.tr.int(r["bytes"]) / eb, read=True, write=False, obligations=obl,
+                           extra={"elem_bytes": eb})
+            eb = self._ptr_eb(r["smem"])
+            s = self._ptr_site(r["smem"], "tma_load", False, True, async_proxy=True,
+                               count=self.tr.int(r["bytes"]) / eb, extra={"desc": None, "bulk": True})
+            if s is not None:
+                s.mbar = mb
+                s.tx_bytes = self.tr.int(r["bytes"])
+                s.extra["tx_bytes"] = nbytes
+            return
+        desc_var = r["desc"]
         desc = self.L.tma_descs.get(str(getattr(desc_var, "name", "")))
-        mb = self._mbar(a[1])
-        for x in a[3:]:
+        for x in r["coords"] + [r["eviction"]]:
             if isinstance(x, tirx.PrimExpr) and not isinstance(x, tirx.StringImm):
                 self.tr.expr(x)
         nbytes = None
@@ -745,32 +1068,44 @@ class Extractor:
             nbytes *= dtype_bytes_from_code(desc.dtype_code, desc.global_strides[0])
         else:
             self.unsupported.append((self.cur_text, "TMA load without a tiled descriptor"))
-        s = self._ptr_site(a[2], "tma_load", False, True, async_proxy=True,
+        s = self._ptr_site(r["smem"], "tma_load", False, True, async_proxy=True,
                            extra={"desc": desc, "desc_name": str(getattr(desc_var, "name", ""))})
         if s is not None:
             s.mbar = mb
             s.tx_bytes = z3.IntVal(nbytes) if nbytes is not None else None
             s.extra["tx_bytes"] = nbytes
 
-    def _tma_store(self, a):
-        desc_var = a[0]
+    def _tma_store(self, form, r):
+        if form == "bulk":
+            self.tr.expr(r["bytes"])
+            g = self._pointer(r["gmem"])
+            if g is not None and g[0].scope == "global":
+                info, o, _, _, eb, obl = g
+                self._site("access", "tma_store_dst", buf=info, index=o,
+                           count=self.tr.int(r["bytes"]) / eb, read=False, write=True, obligations=obl,
+                           extra={"elem_bytes": eb})
+            eb = self._ptr_eb(r["smem"])
+            self._ptr_site(r["smem"], "tma_store", True, False, async_proxy=True,
+                           count=self.tr.int(r["bytes"]) / eb, extra={"desc": None, "bulk": True})
+            return
+        desc_var = r["desc"]
         desc = self.L.tma_descs.get(str(getattr(desc_var, "name", "")))
-        for x in a[2:]:
+        for x in r["coords"]:
             if isinstance(x, tirx.PrimExpr) and not isinstance(x, tirx.StringImm):
                 self.tr.expr(x)
-        self._ptr_site(a[1], "tma_store", True, False, async_proxy=True,
+        self._ptr_site(r["smem"], "tma_store", True, False, async_proxy=True,
                        extra={"desc": desc, "desc_name": str(getattr(desc_var, "name", ""))})
 
-    def _cp_async(self, name, a):
-        if len(a) > 3:
-            self.tr.guards = [self.tr.bool(a[3])]
-        n = int_value(a[2])
-        src = self._ptr(a[1])
-        dst = self._ptr(a[0])
+    def _cp_async(self, form, r):
+        if "pred" in r:
+            self.tr.guards = [self.tr.bool(r["pred"])]
+        n = int_value(r.get("bytes", r.get("elems")))
+        src = self._ptr(r["src"])
+        dst = self._ptr(r["dst"])
         if n is None or src is None or dst is None:
             self.unsupported.append((self.cur_text, "cp.async operands"))
             return
-        if name == "tl.ptx_cp_async":
+        if form.startswith("elems"):
             dcount, scount = z3.IntVal(n), z3.IntVal(n)
         else:  # builtin form: byte count
             dcount, scount = z3.IntVal(n // dst[4]), z3.IntVal(n // src[4])
@@ -781,30 +1116,32 @@ class Extractor:
                            extra={"elem_bytes": eb})
         self.tr.guards = []
 
-    def _wgmma_desc(self, a):
-        d = a[0].buffer.data if isinstance(a[0], tirx.BufferLoad) else None
-        p = self._ptr(a[1])
+    def _wgmma_desc(self, r):
+        d = r["desc"].buffer.data if isinstance(r["desc"], tirx.BufferLoad) else None
+        p = self._ptr(r["ptr"])
         if d is None or p is None:
             self.unsupported.append((self.cur_text, "wgmma descriptor"))
             return
         info, o, ext, mask, eb, obl = p
-        self.descs[d] = {"buf": info, "off": o, "ext": ext, "eb": eb, "layout": int_value(a[2]),
-                         "lbo": int_value(a[3]), "sbo": int_value(a[4]), "inc": z3.IntVal(0),
+        self.descs[d] = {"buf": info, "off": o, "ext": ext, "eb": eb, "layout": int_value(r["layout"]),
+                         "lbo": int_value(r["lbo"]), "sbo": int_value(r["sbo"]), "inc": z3.IntVal(0),
                          "text": self.cur_text, "obl": obl}
 
-    def _wgmma(self, name, a):
-        shape = a[0].value if isinstance(a[0], tirx.StringImm) else ""
+    def _wgmma(self, form, r):
+        shape = r["shape"].value if isinstance(r["shape"], tirx.StringImm) else ""
         m = re.match(r"m(\d+)n(\d+)k(\d+)", shape)
         if not m:
             self.unsupported.append((self.cur_text, f"wgmma shape {shape}"))
             return
         M_, N_, K_ = (int(x) for x in m.groups())
-        a_kmajor = bool(int_value(a[1]))
-        b_kmajor = bool(int_value(a[2]))
-        if name == "tl.ptx_wgmma_ss":
-            ops = [("A", a[6], a[7], M_, a_kmajor), ("B", a[8], a[9], N_, b_kmajor)]
-        else:
-            ops = [("B", a[8], a[9], N_, b_kmajor)] if len(a) > 9 else []
+        b_kmajor = bool(int_value(r["b_kmajor"]))
+        ops = [("B", r["b_desc"], r["b_off"], N_, b_kmajor)]
+        if form == "ss":
+            ops.insert(0, ("A", r["a_desc"], r["a_off"], M_, bool(int_value(r["a_kmajor"]))))
+        # the accumulator (and an A operand in registers) are registers: no shared access
+        for x in (r["c_off"], r.get("a_off")):
+            if isinstance(x, tirx.PrimExpr):
+                self.tr.expr(x)
         for which, dvar, off, rows, kmajor in ops:
             st = self.descs.get(dvar)
             if st is None:
@@ -820,8 +1157,26 @@ class Extractor:
                            write=False, async_proxy=True, obligations=list(st["obl"]),
                            extra={"elem_bytes": 1, "operand": which, "layout": st["layout"],
                                   "desc_start": start, "kmajor": kmajor, "rows": rows,
-                                  "desc_text": st["text"]})
+                                  "desc_text": st["text"], "form": form})
             s.extra["byte_addressed"] = True
+
+
+def _template_args(text):
+    """Split the top-level comma-separated arguments of a C++ template argument list."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if cur:
+        out.append("".join(cur).strip())
+    return out
 
 
 def dtype_bytes_from_code(code: int, elem_stride) -> int:
@@ -881,6 +1236,139 @@ def _set_top(item, i):
     elif isinstance(item, M.IfNode):
         for x in itertools.chain(item.then.items, item.else_.items):
             _set_top(x, i)
+
+
+_PURE_THREAD = ("tl.tl_shuffle_elect", "tl.shfl_sync", "tl.shfl_xor_sync", "tl.shfl_down_sync",
+                "tl.shfl_up_sync", "tl.get_lane_idx", "tl.get_warp_idx", "tl.get_warp_idx_sync",
+                "tl.get_warp_group_idx", "tl.ballot_sync", "tl.ballot", "tl.activemask", "tirx.tvm_warp_shuffle")
+
+
+def _uniform_registers(f, readonly):
+    """Local registers whose value depends on the thread at most through role tests: every
+    store writes a value computed from constants, block ids, kernel arguments, uniform loop
+    indices, read-only global memory at uniform indices and other such registers, under
+    conditions that are either uniform or tests of the thread id alone (`tx < 128`).
+    Returns {register data var: [role tests enclosing its stores]} (a fixed point over the
+    kernel); two threads that agree on those tests hold the same value."""
+    from tvm.tirx.stmt_functor import post_order_visit
+    thread_vars, dep_vars, dep_bufs = set(), set(), set()
+    roles = {}
+    changed = [True]
+
+    def refs(e):
+        out = {"thread": False, "dep": False}
+
+        def v(n):
+            if isinstance(n, tirx.Var):
+                if n in thread_vars:
+                    out["thread"] = True
+                elif n in dep_vars:
+                    out["dep"] = True
+            elif isinstance(n, tirx.BufferLoad):
+                sc = str(n.buffer.scope())
+                if n.buffer.data in dep_bufs or sc.startswith("shared") \
+                        or (sc in ("global", "") and n.buffer.data not in readonly):
+                    out["dep"] = True
+                elif sc.startswith("local"):
+                    out["dep"] = out["dep"] or n.buffer.data in dep_bufs
+            elif isinstance(n, tirx.Call) and op_name(n) in _PURE_THREAD:
+                out["thread"] = True
+        post_order_visit(e, v)
+        return out
+
+    def dependent(e):
+        r = refs(e)
+        return r["thread"] or r["dep"]
+
+    def mark(coll, x):
+        if x not in coll:
+            coll.add(x)
+            changed[0] = True
+
+    def walk(s, conds, bad):
+        if isinstance(s, tirx.SeqStmt):
+            for c in s.seq:
+                walk(c, conds, bad)
+        elif isinstance(s, tirx.AttrStmt):
+            if s.attr_key == "thread_extent" and str(s.node.thread_tag).startswith("threadIdx"):
+                thread_vars.add(s.node.var)
+            walk(s.body, conds, bad)
+        elif isinstance(s, tirx.Bind):
+            if dependent(s.value):
+                mark(dep_vars, s.var)
+        elif isinstance(s, tirx.For):
+            d = bad or dependent(s.min) or dependent(s.extent)
+            if d:
+                mark(dep_vars, s.loop_var)
+            walk(s.body, conds, d)
+        elif isinstance(s, tirx.While):
+            walk(s.body, conds, True)
+        elif isinstance(s, tirx.IfThenElse):
+            r = refs(s.condition)
+            if r["dep"]:
+                walk(s.then_case, conds, True)
+                if s.else_case is not None:
+                    walk(s.else_case, conds, True)
+            elif r["thread"]:
+                walk(s.then_case, conds + [s.condition], bad)
+                if s.else_case is not None:
+                    walk(s.else_case, conds + [s.condition], bad)
+            else:
+                walk(s.then_case, conds, bad)
+                if s.else_case is not None:
+                    walk(s.else_case, conds, bad)
+        elif isinstance(s, tirx.BufferStore):
+            if str(s.buffer.scope()).startswith("local"):
+                if bad or dependent(s.value) or any(dependent(i) for i in s.indices):
+                    mark(dep_bufs, s.buffer.data)
+                else:
+                    known = roles.setdefault(s.buffer.data, [])
+                    for c in conds:
+                        if not any(c.same_as(x) for x in known):
+                            known.append(c)
+        elif isinstance(s, tirx.Evaluate):
+            # a register handed to a call by pointer may be written with anything
+            def v(n):
+                if isinstance(n, tirx.Call) and op_name(n) in ("tirx.tvm_access_ptr", "tirx.address_of"):
+                    for x in n.args:
+                        if isinstance(x, tirx.Var):
+                            mark(dep_bufs, x)
+                        elif isinstance(x, tirx.BufferLoad):
+                            mark(dep_bufs, x.buffer.data)
+            post_order_visit(s.value, v)
+    while changed[0]:
+        changed[0] = False
+        walk(f.body, [], False)
+    return {b: c for b, c in roles.items() if b not in dep_bufs}
+
+
+def _substitute_model(k, pairs):
+    """Replace placeholder symbols everywhere in the model (sites, loops, branch conditions)."""
+    def sub(t):
+        return z3.substitute(t, *pairs) if isinstance(t, z3.ExprRef) else t
+    for lp in k.loops:
+        lp.lo, lp.extent = sub(lp.lo), sub(lp.extent)
+    for s in k.sites:
+        if s.mbar is not None:
+            s.extra["mbar_raw"] = s.mbar[1]
+            s.mbar = (s.mbar[0], sub(s.mbar[1]))
+        s.conds = tuple(sub(c) for c in s.conds)
+        for f in ("index", "count", "parity", "tx_bytes", "bar_count"):
+            setattr(s, f, sub(getattr(s, f)))
+        s.obligations = [(sub(t), dt, node) for t, dt, node in s.obligations]
+        for key in ("desc_start",):
+            if key in s.extra:
+                s.extra[key] = sub(s.extra[key])
+
+    def walk(blk):
+        for it in blk.items:
+            if isinstance(it, M.IfNode):
+                it.cond = sub(it.cond)
+                walk(it.then)
+                walk(it.else_)
+            elif isinstance(it, M.LoopNode):
+                walk(it.body)
+    walk(k.root)
 
 
 def extract(lowered, preconditions=(), derived=None, monotone=None, name=None) -> M.Kernel:

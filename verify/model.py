@@ -123,6 +123,10 @@ class Kernel:
     script_lines: list = field(default_factory=list)
     monotone: dict = field(default_factory=dict)          # buffer -> (length sym, last value sym)
     source_buffers: dict = field(default_factory=dict)    # tensor name -> source-level Buffer
+    registers: dict = field(default_factory=dict)         # induction register -> {"init", "incs"}
+    register_values: dict = field(default_factory=dict)   # placeholder -> value term
+    placeholders: dict = field(default_factory=dict)      # placeholder name -> register
+    counts: object = None                                  # verify.counting.Counts, built on demand
 
     @property
     def num_threads(self) -> int:

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import z3
 
-from .z3expr import has_uninterpreted_app
+from .z3expr import consts_of, has_uninterpreted_app  # noqa: F401  (consts_of re-exported)
 
 MAX_INSTANCES = 1 << 16
 _inst_cache: dict = {}
@@ -139,46 +139,11 @@ _BV_OPS = {
 }
 
 
-_consts_cache: dict = {}
-
-
-def consts_of(t) -> dict:
-    hit = _consts_cache.get(t.get_id())
-    if hit is not None and hit[0].eq(t):
-        return hit[1]
-    from .solver import _consts
-    acc = {}
-    _consts(t, acc, set())
-    _consts_cache[t.get_id()] = (t, acc)
-    return acc
-
-
 def mod_only(term, name):
-    """Moduli m such that constant `name` occurs in `term` only as `name mod m`; None otherwise."""
-    mods = set()
-    ok = [True]
-    stack = [(term, None)]
-    seen = set()
-    while stack:
-        t, parent_mod = stack.pop()
-        key = (t.get_id(), parent_mod)
-        if key in seen:
-            continue
-        seen.add(key)
-        if z3.is_const(t) and t.decl().name() == name:
-            if parent_mod is None:
-                ok[0] = False
-            else:
-                mods.add(parent_mod)
-            continue
-        if z3.is_app(t):
-            if t.decl().kind() == z3.Z3_OP_MOD and t.num_args() == 2 and z3.is_int_value(t.arg(1)):
-                stack.append((t.arg(0), t.arg(1).as_long()))
-                stack.append((t.arg(1), None))
-                continue
-            for c in t.children():
-                stack.append((c, None))
-    return sorted(mods) if ok[0] else None
+    """Periods of the constant `name` in `term` (it occurs only modulo constants, possibly
+    through linear arithmetic and constant divisions inside the modulo); None otherwise."""
+    from .counting import periods
+    return periods(term, name)
 
 
 def loop_values(k, name, terms):

@@ -13,17 +13,14 @@ from __future__ import annotations
 import z3
 
 from . import model as M
-from .z3expr import has_uninterpreted_app
+from .z3expr import consts_of, has_uninterpreted_app
 
 UNROLLED = ("3", "ForKind.UNROLLED", "unroll")
 
 
 def mentions(term, roles, syms) -> bool:
     """Whether `term` contains a symbol with one of the given roles."""
-    from .solver import _consts
-    acc = {}
-    _consts(term, acc, set())
-    return any(syms.role.get(name) in roles for name in acc)
+    return any(syms.role.get(name) in roles for name in consts_of(term))
 
 
 def is_zero(t) -> bool:
@@ -105,18 +102,22 @@ class Counter:
 
 
 def _mentions_sym(term, sym) -> bool:
-    from .solver import _consts
-    acc = {}
-    _consts(term, acc, set())
-    return sym.decl().name() in acc
+    return sym.decl().name() in consts_of(term)
+
+
+_thread_only: dict = {}
 
 
 def thread_only(cond, syms) -> bool:
     """A condition over thread ids and constants only (a role test like tx < 128)."""
-    from .solver import _consts
-    acc = {}
-    _consts(cond, acc, set())
-    return all(syms.role.get(n) == "thread" for n in acc) and not has_uninterpreted_app(cond)
+    hit = _thread_only.get(cond.get_id())
+    if hit is not None and hit[0].eq(cond):
+        return hit[1]
+    r = all(syms.role.get(n) == "thread" for n in consts_of(cond)) and not has_uninterpreted_app(cond)
+    if len(_thread_only) > 100000:
+        _thread_only.clear()
+    _thread_only[cond.get_id()] = (cond, r)
+    return r
 
 
 def thread_dependent(cond, syms) -> bool:

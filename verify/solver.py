@@ -120,12 +120,17 @@ class Ctx:
 
     # -- axioms for uninterpreted loads ------------------------------------------------
     def axioms(self, formulas):
+        defs = self.definitions(formulas)
+        formulas = list(formulas) + defs
         apps = {}
         seen = set()
         for f in formulas:
             _apps(f, apps, seen)
-        out = []
+        out = list(defs)
         for fname, terms in apps.items():
+            if fname.startswith("psum#"):
+                out += _psum_facts(list(terms.values()))
+                continue
             info = self.syms.uf_info.get(fname)
             if info is None:
                 continue
@@ -149,6 +154,38 @@ class Ctx:
                         if a.get_id() != b.get_id() and a.num_args() == 1:
                             ia, ib = a.arg(0), b.arg(0)
                             out.append(z3.Implies(z3.And(ia >= 0, ia <= ib, ib < length), a <= b))
+        return out
+
+    def definitions(self, formulas):
+        """`c(args) == count(args)` and `c(args) >= 0` for every application of an abstract count
+        in the formulas (verify.counting names counts without closed form; queries try without
+        the definitions first)."""
+        defs = getattr(self.k.counts, "defs", None) if self.k.counts is not None else None
+        if not defs:
+            return []
+        out, done = [], set()
+        todo = list(formulas)
+        while todo:
+            apps = {}
+            for f in todo:
+                _apps(f, apps, set())
+                acc = {}
+                _consts(f, acc, set())
+                for n, c in acc.items():
+                    if n in defs:
+                        apps.setdefault(n, {})[c.get_id()] = c
+            todo = []
+            for name, terms in apps.items():
+                if name not in defs:
+                    continue
+                body, free = defs[name]
+                for t in terms.values():
+                    if t.get_id() in done:
+                        continue
+                    done.add(t.get_id())
+                    d = z3.substitute(body, *zip(free, t.children())) if free else body
+                    out += [t == d, t >= 0]
+                    todo.append(d)
         return out
 
     # -- lemmas for nonlinear index arithmetic ---------------------------------------
@@ -274,6 +311,20 @@ class Ctx:
                     base = info[2] if len(info) > 2 else fname
                     out["data"][f"{base}[{idx.as_long()}]"] = val.as_long()
         return {k: v for k, v in out.items() if v}
+
+
+def _psum_facts(ts):
+    """An uninterpreted partial sum psum(lo, hi, ...) of a count (verify.counting) is >= 0, 0 on
+    an empty range, and grows with hi."""
+    out = []
+    for t in ts:
+        lo, hi = t.arg(0), t.arg(1)
+        out += [t >= 0, z3.Implies(hi <= lo, t == 0)]
+    for a in ts:
+        for b in ts:
+            if a.get_id() != b.get_id() and all(a.arg(i).eq(b.arg(i)) for i in range(a.num_args()) if i != 1):
+                out.append(z3.Implies(a.arg(1) <= b.arg(1), a <= b))
+    return out
 
 
 def evaluate(model, term):

@@ -80,6 +80,9 @@ class Translator:
         self.free_fn = None             # free integer Var -> z3 term (shape variables by name)
         self.var_obligations = {}       # let-bound Var -> overflow obligations of its value
         self.addr_fn = None             # address_of call -> None (flags opaque pointers)
+        self.call_fn = None             # Call -> term, or NotImplemented for the generic handling
+        self.nonneg_vars = set()        # TIR variables known to be >= 0 (ids, loop indices, sizes)
+        self.cur_call = None            # name of the opaque call whose arguments are being visited
 
     def collect(self):
         self.obligations = []
@@ -182,10 +185,35 @@ class Translator:
         return self._binop(e, floormod)
 
     def _Div(self, e):
-        return self._binop(e, truncdiv)
+        # truncated division is floor division when the dividend is >= 0 and the divisor > 0
+        return self._binop(e, floordiv if self._sign(e.a) >= 0 and self._sign(e.b) > 0 else truncdiv)
 
     def _Mod(self, e):
-        return self._binop(e, truncmod)
+        return self._binop(e, floormod if self._sign(e.a) >= 0 and self._sign(e.b) > 0 else truncmod)
+
+    def _sign(self, e):
+        """1: provably > 0, 0: provably >= 0, -1: unknown (syntactic, from nonneg_vars)."""
+        if isinstance(e, tirx.IntImm):
+            v = int(e.value)
+            return 1 if v > 0 else (0 if v == 0 else -1)
+        if isinstance(e, (tirx.Var, tirx.SizeVar)):
+            return 0 if e in self.nonneg_vars else -1
+        if isinstance(e, (tirx.Add, tirx.Mul)):
+            a, b = self._sign(e.a), self._sign(e.b)
+            if a < 0 or b < 0:
+                return -1
+            return max(a, b) if isinstance(e, tirx.Add) else min(a, b)
+        if isinstance(e, (tirx.FloorDiv, tirx.FloorMod)):
+            return 0 if self._sign(e.a) >= 0 and self._sign(e.b) > 0 else -1
+        if isinstance(e, tirx.Max):
+            return max(self._sign(e.a), self._sign(e.b))
+        if isinstance(e, tirx.Min):
+            return min(self._sign(e.a), self._sign(e.b))
+        if isinstance(e, tirx.Cast) and is_int_dtype(e.dtype):
+            return self._sign(e.value)
+        if isinstance(e, (tirx.Div, tirx.Mod)):
+            return 0 if self._sign(e.a) >= 0 and self._sign(e.b) > 0 else -1
+        return -1
 
     def _Min(self, e):
         if not self._is_int(e):
@@ -331,9 +359,19 @@ class Translator:
             if self.addr_fn is not None:
                 self.addr_fn(e)
             return self._unknown(e, "ptr")
-        for a in args:
-            if isinstance(a, tirx.PrimExpr):
-                self.expr(a)
+        if self.call_fn is not None:
+            r = self.call_fn(e)
+            if r is not NotImplemented:
+                return r
+        prev = self.cur_call
+        self.cur_call = str(args[0].value) if name == "tirx.call_extern" and args \
+            and isinstance(args[0], tirx.StringImm) else name
+        try:
+            for a in args:
+                if isinstance(a, tirx.PrimExpr):
+                    self.expr(a)
+        finally:
+            self.cur_call = prev
         return self._unknown(e, name.split(".")[-1])
 
 
@@ -390,6 +428,18 @@ def bitop(name, vals, dtype):
             c = _const(y)
             if c is not None and c >= 0 and (c + 1) & c == 0:
                 return floormod(x, z3.IntVal(c + 1))
+    if name in ("bitwise_xor", "bitwise_or") and len(vals) == 2:
+        # with a small non-negative constant: bit by bit, in integer arithmetic (exact for
+        # every integer in two's complement: bit j of x is floor(x / 2^j) mod 2)
+        for x, y in ((vals[0], vals[1]), (vals[1], vals[0])):
+            c = _const(y)
+            if c is not None and 0 <= c < 2**16 and bin(c).count("1") <= 4:
+                r = x
+                for j in range(c.bit_length()):
+                    if c >> j & 1:
+                        bit = floormod(floordiv(x, z3.IntVal(2**j)), z3.IntVal(2))
+                        r = r + (2**j - 2 * 2**j * bit if name == "bitwise_xor" else 2**j * (1 - bit))
+                return r
     width = 64
     bvs = [z3.Int2BV(v, width) for v in vals]
     if name == "bitwise_and":
@@ -608,3 +658,36 @@ def has_uninterpreted_app(t) -> bool:
             return True
         stack.extend(x.children())
     return False
+
+
+def subterms(term, seen):
+    """Each subterm of `term` whose id is not in `seen` (which it fills), outside quantifiers."""
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        i = t.get_id()
+        if i in seen:
+            continue
+        seen.add(i)
+        if z3.is_quantifier(t):
+            continue
+        yield t
+        stack.extend(t.children())
+
+
+_consts_cache: dict = {}
+
+
+def consts_of(t) -> dict:
+    """Name -> constant for every uninterpreted constant in `t` (cached per term)."""
+    hit = _consts_cache.get(t.get_id())
+    if hit is not None and hit[0].eq(t):
+        return hit[1]
+    acc = {}
+    for x in subterms(t, set()):
+        if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            acc[x.decl().name()] = x
+    if len(_consts_cache) > 200000:
+        _consts_cache.clear()
+    _consts_cache[t.get_id()] = (t, acc)
+    return acc

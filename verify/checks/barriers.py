@@ -11,10 +11,13 @@ import numpy as np
 import z3
 
 from .. import model as M
-from ..order import (Counter, count_threads, participation, phase_loop, round_of, thread_dependent,
-                     thread_only, thread_values)
-from ..numeric import any_overlap
+from ..counting import END
+from ..numeric import Symbolic, any_overlap, np_eval
+from ..order import (Counter, count_threads, participation, phase_loop, thread_dependent, thread_only,
+                     thread_values)
+from ..phases import Phases
 from ..report import check_result
+from ..z3expr import consts_of
 from .common import abs_range, mentions, simplify_int, site_finding, unknown
 
 CATEGORY = "barriers"
@@ -40,16 +43,8 @@ class _State:
         self.k, self.ctx = k, ctx
         self.counter = Counter(k)
         self.values = thread_values(k)
-        self.rounds = {}          # site id -> round term (None: unsupported)
-        self.deltas = {}          # wait site id -> observed completion offset
-        self.round_notes = {}
-        self.nbar = {b.name: simplify_int(b.size) or 1 for b in k.bufs.values() if b.scope == "barrier"}
-        for s in k.sites:
-            if s.mbar is not None:
-                r, note = round_of(k, ctx, s, self.nbar.get(s.mbar[0], 1))
-                self.rounds[s.id] = r
-                if note:
-                    self.round_notes[s.id] = note
+        self.ph = Phases(k, ctx)
+        self.incomplete = set()
 
 
 # -- divergence -----------------------------------------------------------------------------
@@ -187,6 +182,20 @@ def _mbar_init(st):
     return findings, f"{len(inits)} inits, {len(uses)} uses"
 
 
+def _enum_values_where(k, site, term, cond):
+    """All values `term` takes over the executions of `site` where `cond` holds (executions
+    whose guards cannot be evaluated are included), or None if not enumerable."""
+    from ..numeric import Symbolic, instances, np_eval
+    try:
+        env, _ = instances(k, site, [term, cond])
+        shape = env["__thread"].shape
+        act = env["__active"] & np.broadcast_to(np_eval(cond, env), shape)
+        v = np.broadcast_to(np_eval(term, env), shape)[act]
+    except Symbolic:
+        return None
+    return set(int(x) for x in v.tolist())
+
+
 def _enum_values(k, site, term):
     """All values `term` takes over the executions of `site`, or None if not enumerable."""
     from ..numeric import Symbolic, instances, np_eval
@@ -249,31 +258,131 @@ def _mentions(term, sym):
     return _mentions_sym(term, sym)
 
 
+def _thread_classes(k, term):
+    """Threads grouped by the truth of the thread-only atoms in `term`: [(count, substitution)]
+    with one representative thread per group, or None when `term` uses thread ids otherwise."""
+    tnames = {sym.decl().name() for sym, _ in k.threads.values()}
+    atoms, ok = {}, [True]
+
+    def walk(t, inside):
+        if not ok[0]:
+            return
+        if z3.is_bool(t) and z3.is_app(t) and t.decl().kind() not in (z3.Z3_OP_AND, z3.Z3_OP_OR, z3.Z3_OP_NOT,
+                                                                         z3.Z3_OP_ITE, z3.Z3_OP_IMPLIES):
+            names = set(consts_of(t))
+            if names & tnames:
+                if names <= tnames and not _has_app(t):
+                    atoms[t.get_id()] = t
+                    return
+                ok[0] = False
+            return
+        if z3.is_const(t) and t.decl().name() in tnames:
+            ok[0] = False
+            return
+        for c in t.children():
+            walk(c, inside)
+    walk(term, False)
+    if not ok[0]:
+        return None
+    from ..order import thread_id_arrays
+    env = thread_id_arrays(k)
+    n = k.num_threads
+    cols = []
+    for t in atoms.values():
+        try:
+            cols.append(np.broadcast_to(np_eval(t, env), (n,)))
+        except Symbolic:
+            return None
+    keys = np.stack(cols, axis=1) if cols else np.zeros((n, 0), dtype=bool)
+    groups = {}
+    for lin in range(n):
+        groups.setdefault(keys[lin].tobytes(), []).append(lin)
+    return [(len(v), [(sym, z3.IntVal(x)) for sym, x in k.thread_split(v[0])]) for v in groups.values()]
+
+
+def _has_app(t):
+    from ..z3expr import has_uninterpreted_app
+    return has_uninterpreted_app(t)
+
+
 def _mbar_phase(st):
-    k, ctx = st.k, st.ctx
+    k, ctx, ph = st.k, st.ctx, st.ph
     findings = []
     inits = [s for s in k.sites if s.op == "init"]
-    events = [s for s in k.sites if s.mbar is not None and s.op in ARRIVES + EXPECTS + ("tma_load",)]
+    checked = 0
+    # arrivals: thread t's k-th arrival on b counts toward phase k, so every phase gets
+    # #{t : A_t(b) > k} arrivals, A_t(b) the thread's arrivals on b over the whole kernel. That
+    # equals the init count for every phase exactly when all threads that arrive on b arrive
+    # equally often and there are init-count of them.
+    for buf, arrs in sorted(ph.arrives.items()):
+        idxs = ph.indices(buf)
+        if idxs is None:
+            findings.append(unknown("barriers.mbarrier_phase", f"indices of {buf} are not enumerable", arrs[0], k))
+            continue
+        for b in idxs:
+            if all(ph.values(a) is not None and b not in ph.values(a) for a in arrs):
+                continue
+            checked += 1
+            A = ph.arrivals(END, buf, b)
+            if A is None:
+                findings.append(unknown("barriers.mbarrier_phase",
+                                        f"arrivals on {buf}[{b}] cannot be counted", arrs[0], k))
+                continue
+            want = _init_count(inits, buf, z3.IntVal(b))
+            base = ctx.shape_facts() + ctx.block_facts()
+            a1, a2 = ctx.instance(A, "1"), ctx.instance(A, "2")
+            fs = base + ctx.thread_facts("1") + ctx.thread_facts("2")
+            res, m = ctx.solve(fs + [a1 > 0, a2 > 0, a1 != a2])
+            if res == "sat":
+                from ..solver import evaluate
+                findings.append(site_finding(
+                    k, ctx, "barriers.mbarrier_phase", arrs[0],
+                    f"threads arrive on {buf}[{b}] unequally often ({evaluate(m, a1)} and {evaluate(m, a2)} "
+                    f"times): a phase gets fewer arrivals than {evaluate(m, want)}", m, fs + [a1, a2]))
+                continue
+            if res == "unknown":
+                findings.append(unknown("barriers.mbarrier_phase", f"solver could not decide ({m})", arrs[0], k))
+                continue
+            classes = _thread_classes(k, A)
+            if classes is None:
+                n_arr = count_threads(k, A > 0, st.values)
+            else:
+                n_arr = z3.Sum([z3.If(z3.substitute(A, *sub) > 0, cnt, 0) for cnt, sub in classes]) \
+                    if classes else z3.IntVal(0)
+            res, m = ctx.solve(base + [n_arr > 0, n_arr != want])
+            if res == "sat":
+                from ..solver import evaluate
+                w_ = evaluate(m, want)
+                what = "never initialized" if w_ == -1 else f"initialized with count {w_}"
+                findings.append(site_finding(
+                    k, ctx, "barriers.mbarrier_phase", arrs[0],
+                    f"phase of {buf}[{b}]: {evaluate(m, n_arr)} arrivals for an mbarrier {what}",
+                    m, base + [n_arr]))
+            elif res == "unknown":
+                findings.append(unknown("barriers.mbarrier_phase", f"solver could not decide ({m})", arrs[0], k))
+    findings += _tx_bytes(st, inits)
+    return findings, f"{checked} barrier arrival counts"
+
+
+def _tx_bytes(st, inits):
+    """Per iteration of the loop whose iterations are a barrier's phases (the phase loop), the
+    expect_tx bytes equal the bytes TMA delivers, summed over threads and inner loops."""
+    k, ctx = st.k, st.ctx
+    findings = []
+    events = [s for s in k.sites if s.mbar is not None and s.op in EXPECTS + ("tma_load",)]
     groups = {}
     for e in events:
         lp = phase_loop(e)
         groups.setdefault((e.mbar[0], lp.id if lp else None), (lp, []))[1].append(e)
-    checked = 0
-    cache_a, cache_e, cache_d = {}, {}, {}
+    cache_e, cache_d = {}, {}
     for (buf, _), (lp, evs) in groups.items():
         for w in evs:
-            checked += 1
-            # b: the barrier this witness event uses, in one iteration of the phase loop
             b = ctx.instance(w.mbar[1], "w", ("thread", "unknown"))
             if lp is not None:
                 b = _tag_inner(ctx, b, w, lp)
-            arr, exp_, dlv = z3.IntVal(0), z3.IntVal(0), z3.IntVal(0)
+            exp_, dlv = z3.IntVal(0), z3.IntVal(0)
             bad = False
             for e in evs:
-                if e.op in ARRIVES:
-                    t = _event_sum(k, ctx, e, lp, b, z3.IntVal(1), st.values, cache_a)
-                    bad |= t is None
-                    arr = arr + (t if t is not None else 0)
                 if e.op in EXPECTS:
                     t = _event_sum(k, ctx, e, lp, b, e.tx_bytes, st.values, cache_e)
                     bad |= t is None
@@ -287,29 +396,29 @@ def _mbar_phase(st):
                     dlv = dlv + (t if t is not None else 0)
             if bad:
                 findings.append(unknown("barriers.mbarrier_phase",
-                                        "events inside loops with symbolic bounds under the phase loop", w, k))
+                                        "transactions inside loops with symbolic bounds under the phase loop", w, k))
                 continue
             outer = [x for x in w.loops if lp is not None and x.depth <= lp.depth]
             wf = ctx.thread_facts("w") + [ctx.instance(c, "w", ("thread", "unknown")) for c in w.conds]
             if lp is not None:
                 wf = [_tag_inner(ctx, c, w, lp) for c in wf] + ctx.loop_facts(_inner_loops(w, lp), "w")
             fs = ctx.shape_facts() + ctx.block_facts() + ctx.loop_facts(outer) + wf
-            want = _init_count(inits, buf, b)
-            res, m = ctx.solve(fs + [z3.Or(arr != want, exp_ != dlv)])
+            res, m = ctx.solve(fs + [exp_ != dlv])
             if res == "sat":
+                # a definite finding only when no other transaction group can share this phase
+                others = [e for (b2, _), (_, es) in groups.items() if b2 == buf for e in es if e not in evs]
                 from ..solver import evaluate
-                a_, w_, e_, d_ = (evaluate(m, x) for x in (arr, want, exp_, dlv))
-                what = []
-                if a_ != w_:
-                    what.append(f"{a_} arrivals for an mbarrier initialized with count {w_}")
-                if e_ != d_:
-                    what.append(f"{e_} expected transaction bytes but {d_} delivered by TMA")
-                findings.append(site_finding(k, ctx, "barriers.mbarrier_phase", w,
-                                             f"phase of {buf}[{evaluate(m, b)}]: " + "; ".join(what),
-                                             m, fs + [b]))
+                msg = (f"phase of {buf}[{evaluate(m, b)}]: {evaluate(m, exp_)} expected transaction bytes "
+                       f"but {evaluate(m, dlv)} delivered by TMA")
+                if others:
+                    findings.append(unknown("barriers.mbarrier_phase", msg + " in one iteration; other "
+                                            "transactions on the same barrier elsewhere may complete it", w, k))
+                else:
+                    findings.append(site_finding(k, ctx, "barriers.mbarrier_phase", w, msg, m, fs + [b]))
+                break
             elif res == "unknown":
                 findings.append(unknown("barriers.mbarrier_phase", f"solver could not decide ({m})", w, k))
-    return findings, f"{checked} producer events"
+    return findings
 
 
 def _tag_inner(ctx, term, site, lp):
@@ -322,44 +431,109 @@ def _tag_inner(ctx, term, site, lp):
 
 # -- wait parity ---------------------------------------------------------------------------
 
+SAME_THREAD = ("loop", "unknown")
+
+
+def _same_thread_facts(ctx, site, tag):
+    """Facts for an execution of `site` whose loop indices carry `tag` and whose thread is the
+    untagged one (two executions by one thread)."""
+    out = ctx.thread_facts("")
+    for lp in site.loops:
+        v, lo, ext = (ctx.instance(t, tag, SAME_THREAD) for t in (lp.sym, lp.lo, lp.extent))
+        out += [v >= lo, v < lo + ext]
+    out += [ctx.instance(c, tag, SAME_THREAD) for c in site.conds]
+    return out
+
+
 def _parity(st):
-    k, ctx = st.k, st.ctx
+    """A thread's k-th wait on barrier b with parity p waits for phase k - d: the parity is 0
+    or 1, and (k - p) mod 2 = d is the same for every wait of the thread on b."""
+    k, ctx, ph = st.k, st.ctx, st.ph
     findings = []
-    waits = [s for s in k.sites if s.op == "wait"]
-    for w in waits:
-        r = st.rounds.get(w.id)
-        if r is None:
-            findings.append(unknown("barriers.parity", st.round_notes.get(w.id, "unsupported phase pattern"), w, k))
+    nwaits = 0
+    for buf, waits in sorted(ph.waits.items()):
+        nwaits += len(waits)
+        bad_site = set()
+        for w in waits:
+            fs = ctx.base([(w, "")])
+            p = w.parity
+            res, m = ctx.solve(fs + [z3.And(p != 0, p != 1)])
+            if res == "sat":
+                from ..solver import evaluate
+                findings.append(site_finding(k, ctx, "barriers.parity", w,
+                                             f"wait on {buf} with parity {evaluate(m, p)}", m, fs + [p]))
+                bad_site.add(w.id)
+        idxs = ph.indices(buf)
+        if idxs is None:
+            for w in waits:
+                findings.append(unknown("barriers.parity", f"indices of {buf} are not enumerable", w, k))
             continue
-        lp = phase_loop(w)
-        inner = [c for c, d in zip(w.conds, w.cond_depths)
-                 if lp is not None and d > lp.depth and not thread_only(c, k.syms)]
-        if inner:
-            # a wait skipped in some rounds would break the parity bookkeeping below
-            findings.append(unknown("barriers.parity", "wait under a condition inside its phase loop", w, k))
-            continue
-        p = w.parity
-        p0 = z3.substitute(p, (lp.sym, lp.lo)) if lp is not None else p
-        fs = ctx.base([(w, "")])
-        bad = z3.Or(z3.And(p != 0, p != 1), (p - r - p0) % 2 != 0)
-        res, m = ctx.solve(fs + [bad])
-        if res == "sat":
-            from ..solver import evaluate
-            findings.append(site_finding(
-                k, ctx, "barriers.parity", w,
-                f"wait on {w.mbar[0]}[{evaluate(m, w.mbar[1])}] uses parity {evaluate(m, p)} in its round "
-                f"{evaluate(m, r)}, breaking the alternation that starts with parity {evaluate(m, p0)}",
-                m, fs + [p, r]))
-            continue
-        if res == "unknown":
-            findings.append(unknown("barriers.parity", f"solver could not decide ({m})", w, k))
-            continue
-        # the wait returns once completion (round - delta) happened; delta = parity in round 0
-        st.deltas[w.id] = p0
-    for s in k.sites:
-        if s.mbar is not None and s.op != "wait" and s.op != "init" and st.rounds.get(s.id) is None:
-            findings.append(unknown("barriers.parity", st.round_notes.get(s.id, "unsupported phase pattern"), s, k))
-    return findings, f"{len(waits)} waits"
+        for b in idxs:
+            ws = [w for w in waits if w.id not in bad_site and (ph.values(w) is None or b in ph.values(w))]
+            kth = {}
+            for w in ws:
+                kth[w.id] = ph.waits_before(w, buf, b)
+                if kth[w.id] is None:
+                    findings.append(unknown("barriers.parity", f"waits on {buf}[{b}] before this one cannot "
+                                            "be counted", w, k))
+            ws = [w for w in ws if kth[w.id] is not None]
+            # d of each wait site from one execution, then: no execution of any wait of the same
+            # thread on b has another d. Where d only depends on thread ids and loop indices that
+            # occur periodically, enumerating all of them decides it without the solver.
+            exact = {}
+            for w in ws:
+                dterm = (kth[w.id] - w.parity) % 2
+                vals = _enum_values_where(k, w, dterm, w.mbar[1] == b)
+                if vals is not None and len(vals) <= 1:
+                    if vals:
+                        ph.delta[(w.id, b)] = vals.pop()
+                        exact[w.id] = True
+                    else:
+                        ph.never.add((w.id, b))
+                    continue
+                fs = ctx.base([(w, "")]) + [w.mbar[1] == b]
+                res, m = ctx.solve(fs)
+                if res == "unsat":
+                    ph.never.add((w.id, b))     # this wait never names b
+                    continue
+                if res != "sat":
+                    findings.append(unknown("barriers.parity", f"solver could not decide ({m})", w, k))
+                    continue
+                d0 = m.eval(dterm, model_completion=True)
+                if not z3.is_int_value(d0):
+                    findings.append(unknown("barriers.parity", "phase offset not determined", w, k))
+                    continue
+                ph.delta[(w.id, b)] = d0.as_long()
+            for i, w1 in enumerate(ws):
+                for w2 in ws[i:]:
+                    if (w1.id, b) not in ph.delta or (w2.id, b) not in ph.delta:
+                        continue
+                    if exact.get(w1.id) and exact.get(w2.id) and (
+                            ph.delta[(w1.id, b)] == ph.delta[(w2.id, b)]
+                            or not (_role_mask(st, w1) & _role_mask(st, w2)).any()):
+                        continue  # each constant over all its executions, and equal (or other threads)
+                    d1 = (ctx.instance(kth[w1.id], "1", SAME_THREAD) - ctx.instance(w1.parity, "1", SAME_THREAD)) % 2
+                    d2 = (ctx.instance(kth[w2.id], "2", SAME_THREAD) - ctx.instance(w2.parity, "2", SAME_THREAD)) % 2
+                    fs = ctx.shape_facts() + ctx.block_facts() + _same_thread_facts(ctx, w1, "1") \
+                        + _same_thread_facts(ctx, w2, "2") \
+                        + [ctx.instance(w1.mbar[1], "1", SAME_THREAD) == b, ctx.instance(w2.mbar[1], "2", SAME_THREAD) == b]
+                    res, m = ctx.solve(fs + [d1 != d2])
+                    if res == "sat":
+                        from ..solver import evaluate
+                        k1 = evaluate(m, ctx.instance(kth[w1.id], "1", SAME_THREAD))
+                        k2 = evaluate(m, ctx.instance(kth[w2.id], "2", SAME_THREAD))
+                        p1 = evaluate(m, ctx.instance(w1.parity, "1", SAME_THREAD))
+                        p2 = evaluate(m, ctx.instance(w2.parity, "2", SAME_THREAD))
+                        f = site_finding(k, ctx, "barriers.parity", w2,
+                                         f"waits on {buf}[{b}] break the alternation: the thread's wait #{k1} "
+                                         f"uses parity {p1}, its wait #{k2} parity {p2}", m, fs)
+                        f.access = w1.text if w1 is w2 else f"{w1.text}  ...  {w2.text}"
+                        findings.append(f)
+                        ph.delta.pop((w2.id, b), None)
+                    elif res == "unknown":
+                        findings.append(unknown("barriers.parity", f"solver could not decide ({m})", w2, k))
+                        ph.delta.pop((w2.id, b), None)
+    return findings, f"{nwaits} waits"
 
 
 # -- data races -------------------------------------------------------------------------------
@@ -413,114 +587,147 @@ def _lex_before(ctx, x, tx, y, ty):
     return z3.Or(terms)
 
 
-def _releases(k, x):
-    """Events after which x is visible through an mbarrier: [(site, shift)] where shift 1
-    means the event in the next iteration of its innermost loop (it precedes x in the
-    body). A TMA load releases its own write."""
-    if x.op == "tma_load" and x.mbar is not None:
-        return [(x, 0)]
-    out = []
-    for a in k.sites:
-        if a.op not in ARRIVES or not _prefix(a.loops, x.loops):
-            continue
-        if a.id > x.id:
-            out.append((a, 0))
-        elif a.loops:
-            out.append((a, 1))
-    return out
-
-
-def _acquires(st, y):
-    """Waits before y: [(site, shift)], shift -1 meaning the previous iteration."""
-    out = []
-    for w in st.k.sites:
-        if w.op != "wait" or w.id not in st.deltas or not _prefix(w.loops, y.loops):
-            continue
-        if w.id < y.id:
-            out.append((w, 0))
-        elif w.loops:
-            out.append((w, -1))
-    return out
-
-
-def _shifted(ctx, site, shift, tag):
-    """(substitution pairs, range facts) moving site's innermost loop by `shift` iterations."""
-    if not shift:
-        return [], []
-    lp = site.loops[-1]
-    v = ctx.instance(lp.sym, tag)
-    lo, ext = ctx.instance(lp.lo, tag), ctx.instance(lp.extent, tag)
-    return [(v, v + shift)], [v + shift >= lo, v + shift < lo + ext]
-
-
-def _mbar_values(st, site):
-    cache = st.__dict__.setdefault("mbar_values", {})
+def _role_mask(st, site):
+    """Threads that may execute `site` by its thread-only conditions (numpy bool array)."""
+    cache = st.__dict__.setdefault("role_masks", {})
     if site.id not in cache:
-        cache[site.id] = _enum_values(st.k, site, site.mbar[1])
+        from ..order import thread_id_arrays
+        k = st.k
+        env = thread_id_arrays(k)
+        mask = np.ones(k.num_threads, dtype=bool)
+        for c in site.conds:
+            if thread_only(c, k.syms):
+                try:
+                    mask &= np.broadcast_to(np_eval(c, env), (k.num_threads,))
+                except Symbolic:
+                    pass
+        cache[site.id] = mask
     return cache[site.id]
 
 
-def _can_match(st, a, w):
-    """Whether release a and acquire w can ever name the same mbarrier."""
-    key = (a.id, w.id)
-    r = st.match_cache.get(key)
-    if r is None:
-        ctx = st.ctx
-        r = None
-        if a.mbar[0] != w.mbar[0]:
-            r = False
-        else:  # enumerate both indices when they only depend on finite things
-            va, vw = _mbar_values(st, a), _mbar_values(st, w)
-            if va is not None and vw is not None:
-                r = bool(va & vw)
-        if r is None:
-            fs = ctx.base([(a, "1"), (w, "2")])
-            res, _ = ctx.solve(fs + [ctx.instance(a.mbar[1], "1") == ctx.instance(w.mbar[1], "2")])
-            r = res != "unsat"
-        st.match_cache[key] = r
-    return r
+def _last_wait(st, s):
+    """The wait site that precedes s most closely in the same iteration (None: none)."""
+    cache = st.__dict__.setdefault("last_wait", {})
+    if s.id not in cache:
+        best = None
+        for ws in st.ph.waits.values():
+            for w in ws:
+                if w.id < s.id and _prefix(w.loops, s.loops) and (best is None or w.id > best.id) \
+                        and (_role_mask(st, w) & _role_mask(st, s)).any():
+                    best = w
+        cache[s.id] = best
+    return cache[s.id]
 
 
-def _hop(st, a, ta, w, tw, sa=0, sw=0):
-    """Release a (instance ta, shifted sa iterations) is observed by acquire w."""
-    ctx = st.ctx
-    ra, rw = st.rounds.get(a.id), st.rounds.get(w.id)
-    if ra is None or rw is None or not _can_match(st, a, w):
+def _narrow(st, pairs, s):
+    """The (buffer, index) pairs of the wait that most closely precedes s: the barrier a
+    pipeline stage waits on right before touching its buffer (tried first: cheaper queries)."""
+    w = _last_wait(st, s)
+    if w is None:
+        return []
+    vals = st.ph.values(w)
+    return [(buf, b) for buf, b in pairs if buf == w.mbar[0] and (vals is None or b in vals)]
+
+
+def _barriers_between(st, x, y, self_release):
+    """(buffer, index) pairs through which x's thread may release and y's thread acquire."""
+    cache = st.__dict__.setdefault("between", {})
+    key = (x.id, y.id, self_release)
+    if key not in cache:
+        cache[key] = _barriers_between_(st, x, y, self_release)
+    return cache[key]
+
+
+def _barriers_between_(st, x, y, self_release):
+    ph = st.ph
+    mx, my = _role_mask(st, x), _role_mask(st, y)
+    out = []
+    for buf, waits in ph.waits.items():
+        wv = set()
+        for w in waits:
+            if (_role_mask(st, w) & my).any():
+                v = ph.values(w)
+                if v is None:
+                    v = set(ph.indices(buf) or [])
+                wv |= v
+        if self_release:
+            if buf != x.mbar[0]:
+                continue
+            av = ph.values(x)
+            av = set(ph.indices(buf) or []) if av is None else av
+        else:
+            av = set()
+            for a in ph.arrives.get(buf, []):
+                if (_role_mask(st, a) & mx).any():
+                    v = ph.values(a)
+                    av |= set(ph.indices(buf) or []) if v is None else v
+        out += [(buf, b) for b in sorted(av & wv)]
+    return out
+
+
+def _cached(fn):
+    def wrapper(st, x, tag, buf, b):
+        cache = st.__dict__.setdefault("hop_cache", {})
+        key = (fn.__name__, x.id, tag, buf, b)
+        if key not in cache:
+            cache[key] = fn(st, x, tag, buf, b)
+        return cache[key]
+    wrapper.__name__ = fn.__name__
+    return wrapper
+
+
+@_cached
+def _acquire(st, y, ty, buf, b):
+    """(the phase the last wait on (buf, b) before y returned for, y's thread waited at all)."""
+    ph = st.ph
+    W = ph.waits_before(y, buf, b)
+    D = ph.delta_term(buf, b)
+    if W is None or D is None:
+        st.incomplete.add(f"waits on {buf}[{b}]")
         return None
-    pa, fa = _shifted(ctx, a, sa, ta)
-    pw, fw = _shifted(ctx, w, sw, tw)
-
-    def at(term, tag, pairs):
-        t = ctx.instance(term, tag)
-        return z3.substitute(t, *pairs) if pairs else t
-    return z3.And(fa + fw + [
-        at(a.mbar[1], ta, pa) == at(w.mbar[1], tw, pw),
-        at(ra, ta, pa) <= at(rw, tw, pw) - at(st.deltas[w.id], tw, pw)])
+    W = st.ctx.instance(W, ty)
+    return W - 1 - st.ctx.instance(D, ty), W >= 1
 
 
-def _mbar_order(st, x, tx, y, ty):
-    """x (instance tx) happens before y (instance ty) through one mbarrier phase."""
-    ctx = st.ctx
+@_cached
+def _release(st, x, tx, buf, b):
+    """(the phase of x's thread's first arrival on (buf, b) after x, such an arrival exists)."""
+    ph = st.ph
+    if x.op == "tma_load" and x.mbar is not None:
+        n = ph.tx_phase(x, b)
+        if n is None:
+            st.incomplete.add(f"the phase of TMA loads on {buf}")
+            return None
+        return st.ctx.instance(n, tx), st.ctx.instance(x.mbar[1], tx) == b
+    before, total = ph.arrivals(x, buf, b), ph.arrivals(END, buf, b)
+    if before is None or total is None:
+        st.incomplete.add(f"arrivals on {buf}[{b}]")
+        return None
+    before = st.ctx.instance(before, tx)
+    return before, st.ctx.instance(total, tx) > before
+
+
+def _mbar_order(st, x, tx, y, ty, narrow=False):
+    """x (instance tx) happens before y (instance ty) through one mbarrier phase: x's thread
+    arrives on b after x (or x is a TMA load completing on b) in a phase that the last wait on
+    b of y's thread before y observed."""
+    self_release = x.op == "tma_load" and x.mbar is not None
     terms = []
-    for a, sa in _releases(st.k, x):
-        pa, _ = _shifted(ctx, a, sa, tx)
-        conds_a = [z3.substitute(ctx.instance(c, tx), *pa) if pa else ctx.instance(c, tx)
-                   for c in a.conds] if a is not x else []
-        for w, sw in _acquires(st, y):
-            h = _hop(st, a, tx, w, ty, sa, sw)
-            if h is not None:
-                pw, _ = _shifted(ctx, w, sw, ty)
-                cw = [z3.substitute(ctx.instance(c, ty), *pw) if pw else ctx.instance(c, ty) for c in w.conds]
-                terms.append(z3.And(conds_a + cw + [h]))
+    pairs = _barriers_between(st, x, y, self_release)
+    if narrow:
+        pairs = _narrow(st, pairs, y)
+    for buf, b in pairs:
+        rel = _release(st, x, tx, buf, b)
+        acq = _acquire(st, y, ty, buf, b)
+        if rel is None or acq is None:
+            continue
+        terms.append(z3.And(rel[1], acq[1], rel[0] <= acq[0]))
     return z3.Or(terms) if terms else z3.BoolVal(False)
 
 
 def _witness_threads(k, site):
     """A concrete thread that executes `site` as far as its role tests tell (or None)."""
-    import numpy as np
-
-    from ..numeric import Symbolic, np_eval
-    from ..order import thread_id_arrays, thread_only
+    from ..order import thread_id_arrays
     conds = [c for c in site.conds if thread_only(c, k.syms)]
     n = k.num_threads
     env = thread_id_arrays(k)
@@ -536,60 +743,125 @@ def _witness_threads(k, site):
     return k.thread_split(int(idx[0]))
 
 
-def _mbar_order2(st, x, tx, y, ty):
+def _mbar_order2(st, x, tx, y, ty, narrow=False):
     """x happens before y through two mbarrier phases and an intermediate thread
-    (producer -> full -> consumer -> empty -> producer). Returns (formula, facts).
+    (producer -> full -> consumer -> empty -> producer): x's thread releases on b1, a thread
+    that waited on b1 arrives on b2 (the intermediate arrival a2), y's thread acquired b2.
 
-    The intermediate execution is existential; instead of a quantifier, concrete
-    witnesses are tried: a thread that plays the intermediate role, and for its loops
-    the iteration numbers of x or of y. Any witness that satisfies the chain proves the
-    order, so trying only some of them can miss an order (a spurious race report) but
-    never invent one."""
+    The intermediate execution is existential; instead of a quantifier, concrete witnesses
+    are tried: a thread that plays the role of a2, and for a2's loops the iteration numbers
+    of x or of y. Any witness that satisfies the chain proves the order, so trying only some
+    of them can miss an order (a spurious race report) but never invent one."""
     import itertools
-    k, ctx = st.k, st.ctx
+    k, ph = st.k, st.ph
     terms = []
-    mid = "3"
-    for a, sa in _releases(k, x):
-        if sa:
+    self_release = x.op == "tma_load" and x.mbar is not None
+    for buf1, b1 in _barriers_between_any(st, x, self_release):
+        rel = _release(st, x, tx, buf1, b1)
+        if rel is None:
             continue
-        conds_a = [ctx.instance(c, tx) for c in a.conds] if a is not x else []
-        for w1 in (w for w in k.sites if w.op == "wait" and w.id in st.deltas):
-            h1 = _hop(st, a, tx, w1, mid)
-            if h1 is None:
+        for a2 in _intermediates(st, buf1, b1):
+            if narrow and (buf1, b1) not in _narrow(st, [(buf1, b1)], a2):
                 continue
-            for a2, s2 in _releases(k, w1):
-                if a2.op == "tma_load" or s2:
+            pairs = _barriers_between(st, a2, y, False)
+            if narrow:
+                pairs = _narrow(st, pairs, y)
+            for buf2, b2 in pairs:
+                if buf2 != a2.mbar[0]:
                     continue
-                # w1 must run whenever a2 does (same iteration, no extra guard), so that the
-                # arrival y's wait observed implies w1 happened first in that thread
-                if not all(any(c.eq(d) for d in a2.conds) for c in w1.conds):
+                acq = _acquire(st, y, ty, buf2, b2)
+                if acq is None:
                     continue
-                who = _witness_threads(k, a2)
-                if who is None:
-                    continue
-                for w2, sw2 in _acquires(st, y):
-                    if sw2:
+                options = []
+                for depth, lp in enumerate(a2.loops):
+                    # the intermediate's iteration: x's or y's at the same depth, or the one
+                    # after x's / before y's (a pipeline stage handed one iteration on)
+                    opts = [(other.loops[depth].id, tag, shift) for other, tag, shifts in ((x, tx, (0, 1)), (y, ty, (0, -1)))
+                            if depth < len(other.loops) for shift in shifts]
+                    options.append(opts or [None])
+                for combo in itertools.product(*options):
+                    mid = _mid_terms(st, a2, buf1, b1, b2, combo)
+                    if mid is None:
                         continue
-                    h2 = _hop(st, a2, mid, w2, ty)
-                    if h2 is None:
-                        continue
-                    # no upper bound on the intermediate iteration: y ran, so the arrival
-                    # its wait observed took place, in whatever iteration has that round
-                    lows = [ctx.instance(lp.sym, mid) >= ctx.instance(lp.lo, mid) for lp in w1.loops]
-                    body = z3.And(conds_a + [ctx.instance(c, mid) for c in a2.conds] + lows
-                                  + [ctx.instance(c, ty) for c in w2.conds] + [h1, h2])
-                    tsub = [(ctx.instance(sym, mid), z3.IntVal(v)) for sym, v in who]
-                    options = []
-                    for depth, lp in enumerate(w1.loops):
-                        opts = []
-                        for other, tag in ((x, tx), (y, ty)):
-                            if depth < len(other.loops):
-                                opts.append(ctx.instance(other.loops[depth].sym, tag))
-                        options.append([(ctx.instance(lp.sym, mid), o) for o in opts] or [None])
-                    for combo in itertools.product(*options):
-                        sub = tsub + [c for c in combo if c is not None]
-                        terms.append(z3.substitute(body, *sub))
+                    cond, W1, D1, m2 = mid
+                    terms.append(z3.And(cond, rel[1], acq[1], rel[0] <= W1 - 1 - D1, m2 <= acq[0]))
     return (z3.Or(terms) if terms else z3.BoolVal(False)), []
+
+
+def _intermediates(st, buf1, b1):
+    """Arrival sites whose thread may have waited on (buf1, b1) before them."""
+    cache = st.__dict__.setdefault("intermediates", {})
+    key = (buf1, b1)
+    if key not in cache:
+        ph = st.ph
+        out = []
+        waits = [w for w in ph.waits.get(buf1, []) if ph.values(w) is None or b1 in ph.values(w)]
+        for arrs in ph.arrives.values():
+            for a2 in arrs:
+                ok = False
+                for w in waits:
+                    if not (_role_mask(st, w) & _role_mask(st, a2)).any():
+                        continue
+                    if w.id < a2.id or _common_loops(w, a2):
+                        ok = True
+                        break
+                if ok and _witness_threads(st.k, a2) is not None:
+                    out.append(a2)
+        cache[key] = out
+    return cache[key]
+
+
+def _mid_terms(st, a2, buf1, b1, b2, combo):
+    """The intermediate arrival a2 as a witness: (its execution conditions, waits on b1 before
+    it, d of those waits, its arrival number on b2), with a concrete thread and a2's loop
+    indices equal to the loop indices named in `combo` ((loop id, instance tag) per depth)."""
+    cache = st.__dict__.setdefault("mid_terms", {})
+    key = (a2.id, buf1, b1, b2, combo)
+    if key in cache:
+        return cache[key]
+    k, ctx, ph = st.k, st.ctx, st.ph
+    mid = "3"
+    r = None
+    W1 = ph.waits_before(a2, buf1, b1)
+    D1 = ph.delta_term(buf1, b1)
+    m2 = ph.arrivals(a2, a2.mbar[0], b2)
+    if W1 is not None and D1 is not None and m2 is not None:
+        who = _witness_threads(k, a2)
+        sub = [(ctx.instance(sym, mid), z3.IntVal(v)) for sym, v in who]
+        loops_by_id = {lp.id: lp for lp in k.loops}
+        for lp, c in zip(a2.loops, combo):
+            if c is not None:
+                sub.append((ctx.instance(lp.sym, mid), ctx.instance(loops_by_id[c[0]].sym, c[1]) + c[2]))
+
+        def at(t):
+            return z3.substitute(ctx.instance(t, mid), *sub)
+        lows = [ctx.instance(lp.sym, mid) >= ctx.instance(lp.lo, mid) for lp in a2.loops]
+        cond = at(z3.And(list(a2.conds) + [a2.mbar[1] == b2])) if a2.conds else at(a2.mbar[1] == b2)
+        cond = z3.And([cond] + [z3.substitute(x, *sub) for x in lows])
+        r = (cond, at(W1), at(D1), at(m2))
+    cache[key] = r
+    return r
+
+
+def _barriers_between_any(st, x, self_release):
+    """(buffer, index) pairs x's thread may release through."""
+    ph = st.ph
+    mx = _role_mask(st, x)
+    out = []
+    for buf in sorted(set(ph.arrives) | set(ph.txs)):
+        if self_release:
+            if buf != x.mbar[0]:
+                continue
+            v = ph.values(x)
+            out += [(buf, b) for b in sorted(set(ph.indices(buf) or []) if v is None else v)]
+            continue
+        av = set()
+        for a in ph.arrives.get(buf, []):
+            if (_role_mask(st, a) & mx).any():
+                v = ph.values(a)
+                av |= set(ph.indices(buf) or []) if v is None else v
+        out += [(buf, b) for b in sorted(av)]
+    return out
 
 
 def _participation(st, key, waiters_only):
@@ -616,6 +888,62 @@ def _bar_order(st, x, tx, y, ty):
     return z3.Or(terms) if terms else z3.BoolVal(False)
 
 
+def _cp_async_order(st, x, tx, y, ty):
+    """A cp.async write x is complete for its thread at a wait_group(n) that leaves fewer than
+    its group pending (x's group < groups committed before the wait - n); the wait then orders
+    x like a write of that thread. Witness iterations of the wait come from x's and y's loops."""
+    import itertools
+    k, ctx = st.k, st.ctx
+    commits = [s for s in k.sites if s.op == "cp_async_commit"]
+    waits = [s for s in k.sites if s.op == "cp_async_wait" and s.extra.get("n") is not None]
+    if not commits or not waits:
+        return z3.BoolVal(False)
+    counts = st.ph.counts
+    gx = _sum_counts(counts, commits, x)
+    if gx is None:
+        st.incomplete.add("cp.async groups")
+        return z3.BoolVal(False)
+    gx = ctx.instance(gx, tx)
+    terms = []
+    wtag = "4"
+    for w in waits:
+        if not (_role_mask(st, w) & _role_mask(st, x)).any():
+            continue
+        cw = _sum_counts(counts, commits, w)
+        if cw is None:
+            st.incomplete.add("cp.async groups")
+            continue
+        tsame = [(ctx.instance(sym, wtag), ctx.instance(sym, tx)) for sym, _ in k.threads.values()]
+        done = gx < ctx.instance(cw, wtag) - w.extra["n"]
+        after_x = _lex_before(ctx, x, tx, w, wtag)
+        order = z3.Or(_bar_order(st, w, wtag, y, ty),
+                      z3.And(ctx.instance(k.thread_linear(), wtag) == ctx.instance(k.thread_linear(), ty),
+                             _lex_before(ctx, w, wtag, y, ty)))
+        body = z3.And([ctx.instance(c, wtag) for c in w.conds]
+                      + ctx.loop_facts(w.loops, wtag) + [done, after_x, order])
+        options = []
+        for depth, lp in enumerate(w.loops):
+            opts = []
+            for other, tag in ((x, tx), (y, ty)):
+                if depth < len(other.loops):
+                    opts.append(ctx.instance(other.loops[depth].sym, tag))
+            options.append([(ctx.instance(lp.sym, wtag), o) for o in opts] or [None])
+        for combo in itertools.product(*options):
+            sub = tsame + [c for c in combo if c is not None]
+            terms.append(z3.substitute(body, *sub))
+    return z3.Or(terms) if terms else z3.BoolVal(False)
+
+
+def _sum_counts(counts, sites, p):
+    total = z3.IntVal(0)
+    for s in sites:
+        c = counts.before(s, p)
+        if c is None:
+            return None
+        total = total + c
+    return z3.simplify(total)
+
+
 def _direct_order(st, x, tx, y, ty, async_x, async_y):
     terms = []
     if not async_x:
@@ -623,35 +951,42 @@ def _direct_order(st, x, tx, y, ty, async_x, async_y):
         if async_y:
             same = st.ctx.instance(st.k.thread_linear(), tx) == st.ctx.instance(st.k.thread_linear(), ty)
             terms.append(z3.And(same, _lex_before(st.ctx, x, tx, y, ty)))
+    elif x.op == "cp_async":
+        terms.append(_cp_async_order(st, x, tx, y, ty))
     return z3.Or(terms) if terms else z3.BoolVal(False)
 
 
 def _staged(st, x, y, fs, overlap, ax, ay):
-    """Decide "unordered and overlapping" in stages, cheapest first. Dropping the address
-    constraint (stage a) only weakens the formula, so its UNSAT already proves order."""
+    """Decide "unordered and overlapping" in stages, cheapest first: barrier and program order,
+    then one mbarrier hop, then two, each first through the barriers the accesses' threads
+    waited on last (the usual pipeline hand-off) and then through all. Dropping the address
+    constraint only weakens the formula, so its UNSAT already proves order."""
     ctx = st.ctx
     orders = []
-    for stage in ("direct", "mbar", "mbar2"):
+    stages = [("direct", None), ("mbar", True), ("mbar", False), ("mbar2", True), ("mbar2", False)]
+    for stage, narrow in stages:
         if stage == "mbar":
-            orders += [z3.Not(_mbar_order(st, x, "1", y, "2")), z3.Not(_mbar_order(st, y, "2", x, "1"))]
+            orders = [z3.Not(_mbar_order(st, x, "1", y, "2", narrow)), z3.Not(_mbar_order(st, y, "2", x, "1", narrow))]
         elif stage == "mbar2":
-            f1, _ = _mbar_order2(st, x, "1", y, "2")
-            f2, _ = _mbar_order2(st, y, "2", x, "1")
+            f1, _ = _mbar_order2(st, x, "1", y, "2", narrow)
+            f2, _ = _mbar_order2(st, y, "2", x, "1", narrow)
             if z3.is_false(f1) and z3.is_false(f2):
-                break
-            orders += [z3.Not(f1), z3.Not(f2)]
+                continue
+            one = [z3.Not(_mbar_order(st, x, "1", y, "2")), z3.Not(_mbar_order(st, y, "2", x, "1"))]
+            orders = one + [z3.Not(f1), z3.Not(f2)]
         res, m = ctx.solve(fs + orders, facts=False)
         if res == "unsat":
-            return res, m
+            return res, m, orders
         res, m = ctx.solve(fs + orders + overlap, facts=False)
         if res == "unsat":
-            return res, m
-    return ctx.solve(fs + orders + overlap)
+            return res, m, orders
+    res, m = ctx.solve(fs + orders + overlap)
+    return res, m, orders
 
 
 def _race(st):
     k, ctx = st.k, st.ctx
-    st.match_cache = {}
+    st.incomplete = set()
     findings = []
     acc = _shared_accesses(k)
     asyncs = {}
@@ -671,6 +1006,8 @@ def _race(st):
         for y in acc[i:]:
             if not (x.write or y.write):
                 continue
+            if x.extra.get("atomic") and y.extra.get("atomic"):
+                continue  # atomic read-modify-writes do not race with each other
             if x.buf.region != y.buf.region:
                 continue
             ex, ey = _static_extent(x), _static_extent(y)
@@ -690,41 +1027,63 @@ def _race(st):
             (ox, nx), (oy, ny) = abs_range(x), abs_range(y)
             ox, nx = ctx.instance(ox, "1"), ctx.instance(nx, "1")
             oy, ny = ctx.instance(oy, "2"), ctx.instance(ny, "2")
-            fs = ctx.base([(x, "1"), (y, "2")], relaxed=True)
             lin1 = ctx.instance(k.thread_linear(), "1")
             lin2 = ctx.instance(k.thread_linear(), "2")
             overlap = [ox < oy + ny, oy < ox + nx]
+            extra = []
             if not ax and not ay:
-                fs.append(lin1 != lin2)
+                extra.append(lin1 != lin2)
             if x is y:  # two different executions of one site
-                fs.append(z3.Or([lin1 != lin2] + [ctx.instance(lp.sym, "1") != ctx.instance(lp.sym, "2")
-                                                  for lp in x.loops]))
+                extra.append(z3.Or([lin1 != lin2] + [ctx.instance(lp.sym, "1") != ctx.instance(lp.sym, "2")
+                                                     for lp in x.loops]))
             # exhaustive pre-filter: can two executions touch a common byte at all?
             ov = any_overlap(k, x, y, *abs_range(x), *abs_range(y), distinct_threads=not ax and not ay)
             if ov is False:
                 continue
-            fs.append(z3.Not(_direct_order(st, x, "1", y, "2", ax, ay)))
-            fs.append(z3.Not(_direct_order(st, y, "2", x, "1", ay, ax)))
-            res, m = _staged(st, x, y, fs, overlap, ax, ay)
-            if res == "sat" and any(s.op == "cp_async" and asyncs[s.id] for s in (x, y)):
-                # cp.async groups retired by wait_group(n > 0) are outside the encoding
-                reported.add(key)
-                findings.append(unknown("barriers.race", "cp.async completion through wait_group(n>0) "
-                                        "is not modeled; cannot order this access", x, k))
-                continue
+            order = [z3.Not(_direct_order(st, x, "1", y, "2", ax, ay)),
+                     z3.Not(_direct_order(st, y, "2", x, "1", ay, ax))]
+            fs = ctx.base([(x, "1"), (y, "2")], relaxed=True) + extra + order
+            st.incomplete_pair = set(st.incomplete)
+            res, m, orders = _staged(st, x, y, fs, overlap, ax, ay)
+            if res == "sat":
+                # the relaxed query dropped nonlinear bounds and guards: confirm with all of them
+                full = ctx.base([(x, "1"), (y, "2")]) + extra + order + orders + overlap
+                res, m2 = ctx.solve(full + ctx.product_lemmas(full))
+                if res == "sat":
+                    m = m2
             if res == "sat":
                 from ..solver import evaluate
                 reported.add(key)
                 kinds = f"{'write' if x.write else 'read'} ({x.op}) / {'write' if y.write else 'read'} ({y.op})"
-                f = site_finding(k, ctx, "barriers.race", x,
-                                 f"data race on {x.buf.name}: {kinds}, byte {evaluate(m, z3.If(ox > oy, ox, oy))}, "
-                                 f"threads {evaluate(m, lin1)} and {evaluate(m, lin2)} with no barrier ordering them",
-                                 m, fs + overlap)
+                msg = (f"data race on {x.buf.name}: {kinds}, byte {evaluate(m, z3.If(ox > oy, ox, oy))}, "
+                       f"threads {evaluate(m, lin1)} and {evaluate(m, lin2)} with no barrier ordering them")
+                why = _not_definite(st, x, y)
+                if why:
+                    f = unknown("barriers.race", f"{msg}; not a definite race: {why}", x, k)
+                    f.counterexample = ctx.counterexample(m, fs + overlap)
+                else:
+                    f = site_finding(k, ctx, "barriers.race", x, msg, m, fs + overlap)
                 f.access = f"{x.text}  <->  {y.text}"
                 findings.append(f)
             elif res == "unknown":
                 findings.append(unknown("barriers.race", f"solver could not decide ({m})", x, k))
     return findings, f"{len(acc)} shared accesses, {pairs} pairs, {queried} solver queries"
+
+
+def _not_definite(st, x, y):
+    """Why a satisfying race query is not a definite race (empty: it is one)."""
+    why = []
+    for s in (x, y):
+        if s.extra.get("opaque"):
+            why.append(f"{s.buf.name} is accessed through {s.extra['opaque']}, whose accesses are not modelled")
+    if st.incomplete:
+        why.append("orderings through " + ", ".join(sorted(st.incomplete)) + " are not modelled")
+    for key in st.counter.keys():
+        for s in (x, y):
+            if any(st.k.syms.pretty.get(n, "").startswith("barriers_") for n in consts_of(st.counter.before(s, key))):
+                why.append("barrier counts in loops with a varying number of barriers are not modelled")
+                return "; ".join(why)
+    return "; ".join(why)
 
 
 # -- proxy fences ---------------------------------------------------------------------------
@@ -735,15 +1094,47 @@ RELEASES = ("arrive", "arrive_expect_tx", "syncthreads", "named_sync", "named_ar
 
 
 class _Flow:
+    """Dirty generic-proxy writes along the program. Role branches (thread-dependent `if`s)
+    run concurrently: the writes one branch publishes on a channel (an mbarrier it arrives
+    on, a named barrier) reach the other branch, at its start (a sound over-approximation),
+    when that branch acquires the channel (waits on the mbarrier, takes part in the barrier)."""
+
     def __init__(self, k):
         self.k = k
         self.candidates = set()
-        self.published = set()
+        self.published = {}       # channel -> write site ids dirty at a release on it
+        self._acq = {}
 
     def block(self, blk, dirty):
         for it in blk.items:
             dirty = self.item(it, dirty)
         return dirty
+
+    @staticmethod
+    def channel(site):
+        if site.kind == "sync":
+            return site.bar_key
+        if site.mbar is not None:
+            return ("mbar", site.mbar[0])
+        return None
+
+    def acquires(self, blk):
+        """Channels a block acquires on (waits, barriers it takes part in)."""
+        if id(blk) not in self._acq:
+            out = set()
+            stack = list(blk.items)
+            while stack:
+                it = stack.pop()
+                if isinstance(it, M.Site):
+                    if it.op == "wait" or it.kind == "sync":
+                        out.add(self.channel(it))
+                elif isinstance(it, M.LoopNode):
+                    stack.extend(it.body.items)
+                elif isinstance(it, M.IfNode):
+                    stack.extend(it.then.items)
+                    stack.extend(it.else_.items)
+            self._acq[id(blk)] = out
+        return self._acq[id(blk)]
 
     def item(self, it, dirty):
         if isinstance(it, M.Site):
@@ -754,8 +1145,9 @@ class _Flow:
             if it.kind == "access" and it.shared and it.op in ASYNC_READS:
                 for w in dirty:
                     self.candidates.add((w, it.id))
-            if it.op in RELEASES:
-                self.published |= dirty
+            if it.op in RELEASES and dirty:
+                ch = self.channel(it)
+                self.published[ch] = self.published.get(ch, frozenset()) | dirty
             return dirty
         if isinstance(it, M.LoopNode):
             cur = dirty
@@ -767,18 +1159,25 @@ class _Flow:
                 cur = nxt
         if isinstance(it, M.IfNode):
             if thread_dependent(it.cond, self.k.syms):
-                # role branches run concurrently: writes one publishes may reach the other
-                pub_in = frozenset()
+                acq_then, acq_else = self.acquires(it.then), self.acquires(it.else_)
+                into_then, into_else = frozenset(), frozenset()
                 while True:
                     saved = self.published
-                    self.published = set()
-                    t = self.block(it.then, dirty | pub_in)
-                    e = self.block(it.else_, dirty | pub_in)
-                    pub = frozenset(self.published | t | e)
-                    self.published = saved | pub
-                    if pub <= pub_in:
+                    self.published = {}
+                    t = self.block(it.then, dirty | into_then)
+                    pub_then = self.published
+                    self.published = {}
+                    e = self.block(it.else_, dirty | into_else)
+                    pub_else = self.published
+                    self.published = dict(saved)
+                    for pub in (pub_then, pub_else):
+                        for ch, ws in pub.items():
+                            self.published[ch] = self.published.get(ch, frozenset()) | ws
+                    new_then = into_then.union(*[ws for ch, ws in pub_else.items() if ch in acq_then])
+                    new_else = into_else.union(*[ws for ch, ws in pub_then.items() if ch in acq_else])
+                    if new_then == into_then and new_else == into_else:
                         return t | e
-                    pub_in = pub_in | pub
+                    into_then, into_else = new_then, new_else
             return self.block(it.then, dirty) | self.block(it.else_, dirty)
         return dirty
 
