@@ -9,7 +9,8 @@ import z3
 
 from ..report import FAILED, Finding, check_result
 from ..z3expr import ToBV, Translator
-from .common import abs_range, simplify_int, site_finding, unknown
+from .. import model as M
+from .common import abs_range, locate, simplify_int, site_finding, unknown
 
 CATEGORY = "layout"
 SMEM_LIMIT = 227 * 1024          # bytes of shared memory one block may use on sm_90
@@ -29,59 +30,139 @@ def run(k, ctx, budget=None):
 
 # -- overlap of live buffers ------------------------------------------------------------
 
-def live_ranges(k):
-    """Shared buffer -> (first, last) top-level statement that touches it.
+class _Liveness:
+    """Per execution path (what one thread runs), which shared buffers hold data that a later
+    read uses: `reach` (the buffer was written on some path to here) and `live` (a read of it
+    follows on some path from here), both over the program tree with loops iterated to a fixed
+    point. Writes are never taken as kills, so a buffer stays live until its last read (sound:
+    only more overlap is reported). Concurrent roles are not compared here: an access by
+    another thread to shared bytes is the race check's business."""
 
-    Liveness is tracked at the granularity of the kernel's top-level statements (a loop
-    or branch counts as one statement), the granularity at which TileLang's planner
-    decides reuse; anything finer would have to prove loop-carried values dead.
-    """
+    def __init__(self, k):
+        self.k = k
+        self.live_after = {}      # site id -> buffers live after it
+        self.reach_before = {}    # site id -> buffers written before it
+
+    @staticmethod
+    def _reads(s):
+        return s.kind == "access" and s.shared and s.read
+
+    @staticmethod
+    def _writes(s):
+        return s.kind == "access" and s.shared and s.write
+
+    def backward(self, blk, live):
+        for it in reversed(blk.items):
+            live = self.back_item(it, live)
+        return live
+
+    def back_item(self, it, live):
+        if isinstance(it, M.Site):
+            self.live_after[it.id] = self.live_after.get(it.id, frozenset()) | live
+            if self._reads(it):
+                return live | {it.buf.name}
+            return live
+        if isinstance(it, M.LoopNode):
+            cur = live
+            while True:
+                inside = self.backward(it.body, cur)
+                nxt = cur | inside
+                if nxt == cur:
+                    return cur
+                cur = nxt
+        if isinstance(it, M.IfNode):
+            return self.backward(it.then, live) | self.backward(it.else_, live)
+        return live
+
+    def forward(self, blk, reach):
+        for it in blk.items:
+            reach = self.fwd_item(it, reach)
+        return reach
+
+    def fwd_item(self, it, reach):
+        if isinstance(it, M.Site):
+            self.reach_before[it.id] = self.reach_before.get(it.id, frozenset()) | reach
+            if self._writes(it):
+                return reach | {it.buf.name}
+            return reach
+        if isinstance(it, M.LoopNode):
+            cur = reach
+            while True:
+                nxt = cur | self.forward(it.body, cur)
+                if nxt == cur:
+                    return cur
+                cur = nxt
+        if isinstance(it, M.IfNode):
+            return self.forward(it.then, reach) | self.forward(it.else_, reach)
+        return reach
+
+    def run(self):
+        self.backward(self.k.root, frozenset())
+        self.forward(self.k.root, frozenset())
+        return self
+
+
+def _overlap(k, ctx):
+    """Two shared buffers whose bytes overlap (TileLang's planner reuses dead buffers' bytes)
+    must not both hold live data on one execution path: a write to one where the other was
+    written before and is read after (a clobbered value)."""
+    findings = []
+    bufs = [b for b in k.bufs.values() if b.scope == "shared"]
+    spans = {}
+    for b in bufs:
+        sz = simplify_int(b.size) if b.size is not None else None
+        if sz is None or b.base_byte is None:
+            if any(s.buf is b for s in k.sites if s.kind == "access"):
+                findings.append(unknown("layout.overlap", f"size or offset of {b.name} not constant"))
+            continue
+        spans[b.name] = (b.region, b.base_byte, b.base_byte + sz * b.elem_bytes)
+    overlapping = {}
+    names = sorted(spans)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            ra, a0, a1 = spans[a]
+            rb, b0, b1 = spans[b]
+            if ra == rb and a0 < b1 and b0 < a1:
+                overlapping.setdefault(a, set()).add(b)
+                overlapping.setdefault(b, set()).add(a)
+    if not overlapping:
+        return findings, f"{len(spans)} shared buffers, no overlapping pair"
+    lv = _Liveness(k).run()
+    seen = set()
+    for s in k.sites:
+        if not (s.kind == "access" and s.shared and s.write) or s.buf.name not in overlapping:
+            continue
+        live = lv.live_after.get(s.id, frozenset()) & lv.reach_before.get(s.id, frozenset())
+        for other in sorted(overlapping[s.buf.name] & live):
+            if (s.buf.name, other) in seen:
+                continue
+            seen.add((s.buf.name, other))
+            _, o0, o1 = spans[other]
+            _, w0, w1 = spans[s.buf.name]
+            later = next((r for r in k.sites if r.kind == "access" and r.read and r.buf is not None
+                          and r.buf.name == other and r.id > s.id), None)
+            f = Finding(check="layout.overlap", status=FAILED, buffer=f"{s.buf.name}, {other}",
+                        message=(f"{s.op} of {s.buf.name} (bytes [{w0}, {w1})) "
+                                 f"overwrites bytes [{max(o0, w0)}, {min(o1, w1)}) of {other} while {other} "
+                                 f"holds data read later" + (f" ({short_text(later.text)})" if later else "")),
+                        access=s.text, line=locate(k, s.text),
+                        counterexample={"overlap_bytes": [max(o0, w0), min(o1, w1)]})
+            findings.append(f)
+    return findings, f"{len(spans)} shared buffers, {sum(len(v) for v in overlapping.values()) // 2} overlapping pairs"
+
+
+def short_text(t, n=90):
+    return t if len(t) <= n else t[:n - 3] + "..."
+
+
+def live_ranges(k):
+    """Shared buffer -> (first, last) top-level statement that touches it (for reports)."""
     rng = {}
     for s in k.sites:
         if s.kind == "access" and s.buf is not None and s.buf.scope == "shared":
             lo, hi = rng.get(s.buf.name, (s.top, s.top))
             rng[s.buf.name] = (min(lo, s.top), max(hi, s.top))
     return rng
-
-
-def _overlap(k, ctx):
-    findings = []
-    live = live_ranges(k)
-    bufs = [b for b in k.bufs.values() if b.scope == "shared" and b.name in live]
-    pairs = 0
-    for i, a in enumerate(bufs):
-        for b in bufs[i + 1:]:
-            if a.region != b.region:
-                continue
-            sa, sb = simplify_int(a.size) if a.size is not None else None, \
-                simplify_int(b.size) if b.size is not None else None
-            if sa is None or sb is None or a.base_byte is None or b.base_byte is None:
-                findings.append(unknown("layout.overlap", f"size or offset of {a.name}/{b.name} not constant"))
-                continue
-            pairs += 1
-            a0, a1 = a.base_byte, a.base_byte + sa * a.elem_bytes
-            b0, b1 = b.base_byte, b.base_byte + sb * b.elem_bytes
-            if a0 < b1 and b0 < a1:
-                la, lb = live[a.name], live[b.name]
-                if la[0] <= lb[1] and lb[0] <= la[1]:
-                    both = (max(la[0], lb[0]), min(la[1], lb[1]))
-                    stmt = _top_text(k, both[0])
-                    findings.append(Finding(
-                        check="layout.overlap", status=FAILED,
-                        message=(f"{a.name} bytes [{a0}, {a1}) and {b.name} bytes [{b0}, {b1}) overlap "
-                                 f"in {a.region} while both are live (top-level statements "
-                                 f"{la[0]}..{la[1]} and {lb[0]}..{lb[1]})"),
-                        buffer=f"{a.name}, {b.name}", access=stmt,
-                        counterexample={"overlap_bytes": [max(a0, b0), min(a1, b1)],
-                                        "live_statement": both[0]}))
-    return findings, f"{len(bufs)} live shared buffers, {pairs} pairs"
-
-
-def _top_text(k, top):
-    for s in k.sites:
-        if s.top == top:
-            return s.text
-    return None
 
 
 # -- alignment ----------------------------------------------------------------------------
