@@ -61,5 +61,5 @@ def ldmatrix_swizzled():
 KERNELS = {f.__name__: f for f in (column_read, column_read_swizzled, ldmatrix_linear, ldmatrix_swizzled)}
 NO_WGMMA = {"tl.disable_wgmma": True}
 PASS_CONFIGS = {"ldmatrix_linear": NO_WGMMA, "ldmatrix_swizzled": NO_WGMMA}
-EXPECT = {"column_read": "banks", "column_read_swizzled": None, "ldmatrix_linear": "banks",
+EXPECT = {"column_read": "banks.conflicts", "column_read_swizzled": None, "ldmatrix_linear": "banks.conflicts",
           "ldmatrix_swizzled": None}

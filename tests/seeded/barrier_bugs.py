@@ -194,7 +194,7 @@ KERNELS = {f.__name__: f for f in (missing_sync, synced, divergent_sync, uniform
                                    mbar_parity, mbar_loop_ok, mbar_loop_parity)}
 PASS_CONFIGS = {name: MANUAL for name in KERNELS}
 PRECONDITIONS = {"uniform_sync": ["N >= 1"]}
-EXPECT = {"missing_sync": "barriers", "synced": None, "divergent_sync": "barriers", "uniform_sync": None,
-          "named_count": "barriers", "named_ok": None, "loop_war": "barriers", "loop_synced": None,
-          "mbar_ok": None, "mbar_count": "barriers", "mbar_half_arrive": "barriers",
-          "mbar_parity": "barriers", "mbar_loop_ok": None, "mbar_loop_parity": "barriers"}
+EXPECT = {"missing_sync": "barriers.race", "synced": None, "divergent_sync": "barriers.divergence", "uniform_sync": None,
+          "named_count": "barriers.named_count", "named_ok": None, "loop_war": "barriers.race", "loop_synced": None,
+          "mbar_ok": None, "mbar_count": "barriers.mbarrier_phase", "mbar_half_arrive": "barriers.mbarrier_phase",
+          "mbar_parity": "barriers.race", "mbar_loop_ok": None, "mbar_loop_parity": "barriers.parity"}

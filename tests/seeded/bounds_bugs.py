@@ -151,6 +151,6 @@ PRECONDITIONS = {
     "varlen_overrun": ["N1 >= 2", "T >= 1"],
     "varlen_guarded": ["N1 >= 2", "T >= 1"],
 }
-EXPECT = {"tail_overrun": "bounds", "tail_guarded": None, "off_by_one": "bounds", "diff_guarded": None,
-          "shared_overrun": "bounds", "shared_wrapped": None, "int32_overflow": "bounds",
-          "int64_index": None, "varlen_overrun": "bounds", "varlen_guarded": None}
+EXPECT = {"tail_overrun": "bounds.global", "tail_guarded": None, "off_by_one": "bounds.global", "diff_guarded": None,
+          "shared_overrun": "bounds.shared", "shared_wrapped": None, "int32_overflow": "bounds.overflow",
+          "int64_index": None, "varlen_overrun": "bounds.global", "varlen_guarded": None}

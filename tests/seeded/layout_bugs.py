@@ -90,5 +90,5 @@ KERNELS = {"two_buffers": two_buffers, "tma_copy": tma_copy, "too_much_smem": to
 MUTATIONS = {"overlapping_buffers": ("two_buffers", _overlap), "misaligned_tma": ("tma_copy", _misaligned_tma)}
 PRECONDITIONS = {"tma_copy": ["N >= 1", "N <= 2**20"], "misaligned_tma": ["N >= 1", "N <= 2**20"]}
 BANK_BUDGET = {"tma_copy": 8, "misaligned_tma": 8, "too_much_smem": 32, "fits_smem": 32}
-EXPECT = {"two_buffers": None, "overlapping_buffers": "layout", "tma_copy": None, "misaligned_tma": "layout",
-          "too_much_smem": "layout", "fits_smem": None}
+EXPECT = {"two_buffers": None, "overlapping_buffers": "layout.overlap", "tma_copy": None, "misaligned_tma": "layout.alignment",
+          "too_much_smem": "layout.smem_limit", "fits_smem": None}

@@ -115,7 +115,7 @@ MUTATIONS = {
 }
 PRECONDITIONS = {name: ["N >= 1", "N <= 2**20"] for name in ("tma_gemm", *MUTATIONS)}
 BANK_BUDGET = {name: 8 for name in ("tma_gemm", "staged_gemm", *MUTATIONS)}
-EXPECT = {"tma_gemm": None, "staged_gemm": None, "tma_wrong_tx_bytes": "barriers",
-          "tma_wrong_parity": "barriers", "tma_wrong_arrive_count": "barriers",
-          "tma_no_init_fence": "barriers", "tma_wrong_barrier": "barriers",
-          "wgmma_no_proxy_fence": "barriers"}
+EXPECT = {"tma_gemm": None, "staged_gemm": None, "tma_wrong_tx_bytes": "barriers.mbarrier_phase",
+          "tma_wrong_parity": "barriers.race", "tma_wrong_arrive_count": "barriers.mbarrier_phase",
+          "tma_no_init_fence": "barriers.mbarrier_init", "tma_wrong_barrier": "barriers.mbarrier_phase",
+          "wgmma_no_proxy_fence": "barriers.proxy_fence"}
