@@ -4,7 +4,33 @@
     python -m verify path/to/module.py    every kernel in the module's KERNELS dict
     python -m verify --check-manifest     exit 1 when the committed manifest is stale (CI)
 
-Exit status 0 only when every kernel is proved.
+A module names its kernels and what a proof may assume (every table but KERNELS is optional;
+a table entry naming a kernel KERNELS does not define is an error):
+
+    import tilelang.language as T
+
+    def scale():                                   # a prim_func or a zero-argument factory
+        N = T.dynamic("N")
+
+        @T.prim_func
+        def scale(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+            with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
+                tx = T.get_thread_binding()
+                if bx * 128 + tx < N:
+                    B[bx * 128 + tx] = A[bx * 128 + tx] * 2.0
+        return scale
+
+    KERNELS = {"scale": scale}
+    PRECONDITIONS = {"scale": ["N >= 1", "N <= 2**30"]}   # Python expressions over the kernel's
+                                                           # size variables (default: none; every
+                                                           # integer argument is >= 0 and fits its type)
+    BANK_BUDGET = {"scale": 1}         # worst accepted bank-conflict degree (default 1)
+    PASS_CONFIGS = {"scale": {}}       # TileLang pass configs to lower with (default none)
+    MONOTONE = {"cu_seqlens": ("N1", "T")}   # buffers read as 0 = c[0] <= ... <= c[N1-1] = T
+                                             # (default: cu_seqlens over N1 and T)
+    MUTATIONS = {}                     # name -> (kernel, function rewriting its lowered device PrimFunc)
+
+Exit status 0 only when every kernel is proved (warnings allowed unless --strict).
 """
 from __future__ import annotations
 
@@ -80,14 +106,18 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("module", nargs="?", help="a python file exposing KERNELS (default: kda_tile's releases)")
     p.add_argument("--check-manifest", action="store_true", help="exit 1 if kda_tile/manifest.json is stale")
-    p.add_argument("--json", default="verify_report.json", help="where to write the JSON report")
-    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
+    p.add_argument("--json", default="verify_report.json", help="where to write the JSON report (default: %(default)s)")
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes (default: %(default)s)")
     p.add_argument("--only", nargs="*", default=None, help="only these released builds (no manifest)")
     p.add_argument("--no-manifest", action="store_true", help="do not rewrite the manifest")
+    p.add_argument("--strict", action="store_true",
+                   help="warnings are errors (accesses in bounds only through a guard TileLang inserted)")
     p.add_argument("--version", action="version", version=f"verify {VERSION}")
     args = p.parse_args(argv)
     from .jobs import single_threaded
     single_threaded()
+    if args.strict:
+        os.environ["KDA_VERIFY_STRICT"] = "1"   # read by the jobs (worker processes inherit it)
     if args.check_manifest:
         return cmd_check_manifest(args)
     return cmd_verify(args)

@@ -125,6 +125,9 @@ class Extractor:
         k.alignment_map = {str(a): int(b) for a, b in amap.items()} if amap is not None else {}
         k.source_buffers = {str(b.data.name): b for b in self.L.source_func.buffer_map.values()}
         k.preconditions = self._preconditions()
+        k.precondition_errors = sorted(set(self.precondition_errors))
+        k.precondition_texts = list(self.pre_texts)
+        k.kernel_variables = sorted(self.known_vars)
         k.monotone = self._monotone()
         for tag in THREAD_TAGS:
             if tag not in self.threads:
@@ -227,20 +230,46 @@ class Extractor:
     def _tid_sym(self, tag):
         return self.syms.int_sym(tag, "thread")
 
+    def kernel_variables(self):
+        """Names a precondition may use: the kernel's integer arguments, the symbolic sizes and
+        strides of its tensors in the source signature (B once the device code fixed it), its
+        scalar arguments, and the derived variables of the configuration."""
+        names = set(self.shape) | set(self.derived)
+        src = self.L.source_func
+        for p in src.params:
+            if p not in src.buffer_map:   # a scalar argument (tensors are named by their shapes)
+                names.add(str(p.name))
+        for b in src.buffer_map.values():
+            for e in list(b.shape) + list(b.strides or []) + [b.elem_offset]:
+                if e is None:
+                    continue
+                from tvm.tirx.stmt_functor import post_order_visit
+                post_order_visit(e, lambda n: names.add(str(n.name)) if isinstance(n, tirx.Var) else None)
+        return names
+
     def _preconditions(self):
         ext = self
+        known = self.known_vars = self.kernel_variables()
+        self.precondition_errors = []
 
         class Names(dict):
-            # a precondition may name a shape variable the device code no longer has
-            # (e.g. B once it is fixed to 1): it stays a constrained free symbol
+            # a precondition may name a size the device code no longer has (B once it is
+            # fixed to 1): it stays a constrained free symbol; any other name is an error
             def __missing__(self, key):
+                if key not in known:
+                    ext.precondition_errors.append(("name", key))
                 return ext._shape_sym(key)
 
             def __contains__(self, key):
                 return True
 
         names = Names(self.shape)
-        out = [eval_condition(text, names) for text in self.pre_texts]
+        out = []
+        for text in self.pre_texts:
+            try:
+                out.append(eval_condition(text, names))
+            except (ValueError, KeyError, SyntaxError, TypeError) as err:
+                self.precondition_errors.append(("text", f"{text!r}: {err}"))
         for name, s in self.shape.items():
             out.append(s >= 0)
             # an integer kernel argument cannot exceed its type
@@ -302,13 +331,13 @@ class Extractor:
         elif isinstance(s, tirx.IfThenElse):
             self._if(s)
         elif isinstance(s, tirx.Evaluate):
-            self.cur_text = short(s)
+            self.cur_text = short(s, None)
             self._evaluate(s.value)
         elif isinstance(s, tirx.BufferStore):
-            self.cur_text = short(s)
+            self.cur_text = short(s, None)
             self._guarded_stmt(self._store, s)
         elif isinstance(s, tirx.AssertStmt):
-            self.cur_text = short(s)
+            self.cur_text = short(s, None)
             self._guarded_stmt(lambda x: self.tr.expr(x.condition), s)
         elif isinstance(s, tirx.While):
             self.unsupported.append((short(s), "while loop"))
@@ -364,7 +393,7 @@ class Extractor:
                 self.unsupported.append((short(s), "symbolic shared-memory offset"))
             self._register(var, info)
             return
-        self.cur_text = short(s)
+        self.cur_text = short(s, None)
         if is_int_dtype(var.dtype) or str(var.dtype) == "bool":
             saved = self.tr.obligations
             self.tr.obligations = []
@@ -381,9 +410,14 @@ class Extractor:
         self.by_name[info.name] = info
 
     def _buffer(self, buf):
-        """DeclBuffer / inline Buffer: fill in the size of the buffer its data points at."""
+        """DeclBuffer / inline Buffer: fill in the size of the buffer its data points at. A
+        kernel argument's size is its tensor's in the signature, in unbounded integers: a
+        flattened declaration can overflow int32 in the IR, and a view (T.Tensor(shape, A.data))
+        may claim more than the tensor behind it holds."""
         data = buf.data
         info = self.bufs.get(data)
+        if info is None and str(_scope_kind(str(buf.scope()))) == "global":
+            info = self._param_buffer(data)
         elems = 1
         for x in buf.shape:
             elems = elems * x

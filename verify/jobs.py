@@ -17,7 +17,12 @@ def _registry_job(name: str):
     cfg = b.config
     return Job(name=b.name, factory=b.prim_func, pass_configs=registry.pass_configs(b),
                preconditions=list(cfg.preconditions()), derived=dict(cfg.derived_vars()),
-               bank_budget=int(getattr(cfg, "bank_conflict_budget", 1)), config=b.config_dict())
+               bank_budget=int(getattr(cfg, "bank_conflict_budget", 1)), config=b.config_dict(),
+               strict=_strict(), release=True)
+
+
+def _strict() -> bool:
+    return os.environ.get("KDA_VERIFY_STRICT") == "1"
 
 
 def load_module(path: str):
@@ -51,13 +56,23 @@ def module_jobs(path: str):
     passes = getattr(mod, "PASS_CONFIGS", {}) or {}
     mono = getattr(mod, "MONOTONE", None)
     mutations = getattr(mod, "MUTATIONS", {}) or {}
+    known = set(kernels) | set(mutations)
+    for table, entries in (("PRECONDITIONS", pre), ("BANK_BUDGET", budget), ("PASS_CONFIGS", passes)):
+        unknown = sorted(set(entries) - known)
+        if unknown:
+            raise SystemExit(f"{path}: {table} names {', '.join(map(repr, unknown))}, not kernels of KERNELS "
+                             f"or MUTATIONS ({', '.join(sorted(known))})")
+    for name, (base, _) in mutations.items():
+        if base not in kernels:
+            raise SystemExit(f"{path}: MUTATIONS[{name!r}] mutates {base!r}, not a kernel of KERNELS")
+    strict = set(getattr(mod, "STRICT", ()) or ())     # kernels whose warnings are errors
     jobs = []
     for name, fac in kernels.items():
         jobs.append(Job(name=name, factory=fac, pass_configs=dict(passes.get(name, {})),
                         preconditions=list(pre.get(name, [])), derived={},
                         bank_budget=int(budget.get(name, 1)),
                         monotone=dict(mono) if mono is not None else dict(MONOTONE),
-                        lower_key=(path, name)))
+                        lower_key=(path, name), strict=_strict() or name in strict))
     # MUTATIONS: name -> (kernel name in KERNELS, function rewriting its lowered device PrimFunc)
     for name, (base, fn) in mutations.items():
         b = next(j for j in jobs if j.name == base)

@@ -60,12 +60,15 @@ class Lowered:
     source_func: object          # the prim_func before lowering
     pass_configs: dict
     seconds: float
+    legalize_changed: bool = False   # TileLang's safe-memory legalization added guards
 
 
 class _Capture:
     def __init__(self):
         self.shared_allocs = {}
         self.layouts = {}
+        self.before_legalize = None
+        self.legalize_changed = False
 
 
 def _make_instrument(cap: _Capture):
@@ -78,6 +81,14 @@ def _make_instrument(cap: _Capture):
                 _capture_layouts(mod, cap)
             elif info.name == "tl.MergeSharedMemoryAllocations":
                 _capture_shared(mod, cap)
+            elif info.name == "tl.LegalizeSafeMemoryAccess":
+                cap.before_legalize = mod
+
+        def run_after_pass(self, mod, info):
+            if info.name == "tl.LegalizeSafeMemoryAccess" and cap.before_legalize is not None:
+                # did TileLang guard an access it could not prove in bounds?
+                cap.legalize_changed = not tvm.ir.structural_equal(cap.before_legalize, mod)
+                cap.before_legalize = None
 
     return VerifyCapture()
 
@@ -202,4 +213,4 @@ def lower(func, pass_configs: dict | None = None, name: str | None = None) -> Lo
         name=name or str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else name,
         artifact=art, device_func=dev[0], device_script=art.device_mod.script(),
         shared_allocs=cap.shared_allocs, layouts=cap.layouts, tma_descs=_tma_descs(art.host_mod),
-        source_func=func, pass_configs=pass_configs, seconds=secs)
+        source_func=func, pass_configs=pass_configs, seconds=secs, legalize_changed=cap.legalize_changed)

@@ -120,6 +120,9 @@ class Kernel:
     tma_descs: dict = field(default_factory=dict)
     layouts: dict = field(default_factory=dict)
     preconditions: list = field(default_factory=list)    # z3 Bool over shape syms
+    precondition_texts: list = field(default_factory=list)
+    precondition_errors: list = field(default_factory=list)   # ("name"|"text", what) problems
+    kernel_variables: list = field(default_factory=list)     # names preconditions may use
     script_lines: list = field(default_factory=list)
     monotone: dict = field(default_factory=dict)          # buffer -> (length sym, last value sym)
     source_buffers: dict = field(default_factory=dict)    # tensor name -> source-level Buffer

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 PROVED, FAILED, UNKNOWN = "proved", "failed", "unknown"
+WARNING = "warning"   # a finding that does not stop a proof (an error under --strict)
 
 
 @dataclass
@@ -49,10 +50,10 @@ class KernelReport:
             return FAILED
         if UNKNOWN in st or not self.checks:
             return UNKNOWN
-        return PROVED
+        return PROVED   # warnings do not stop a proof (--strict turns them into failures)
 
     def failed_categories(self) -> set:
-        return {c.category for c in self.checks if c.status != PROVED}
+        return {c.category for c in self.checks if c.status not in (PROVED, WARNING)}
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -70,8 +71,10 @@ def check_result(name, category, findings, detail="", seconds=0.0, metrics=None,
     findings = unique
     if any(f.status == FAILED for f in findings):
         status = FAILED
-    elif findings:
+    elif any(f.status == UNKNOWN for f in findings):
         status = UNKNOWN
+    elif findings:
+        status = WARNING
     else:
         status = PROVED
     return CheckResult(name=name, category=category, status=status, detail=detail,
@@ -93,6 +96,8 @@ def table(reports) -> str:
                 cells.append("FAIL")
             elif any(c.status == UNKNOWN for c in cs):
                 cells.append("UNKNOWN")
+            elif any(c.status == WARNING for c in cs):
+                cells.append("warn")
             else:
                 extra = ""
                 if cat == "banks":

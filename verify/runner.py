@@ -30,6 +30,8 @@ class Job:
     only: tuple = ()                     # restrict to these check families (tests)
     mutate: object = None                # device PrimFunc -> device PrimFunc (IR-level mutants)
     lower_key: object = None             # share one lowering between jobs with the same key
+    strict: bool = False                 # warnings (bounds.guarded) are errors
+    release: bool = False                # a kda_tile release build (see verify.guards)
 
 
 def verify_lowered(lowered, job: Job, report: KernelReport) -> KernelReport:
@@ -40,12 +42,19 @@ def verify_lowered(lowered, job: Job, report: KernelReport) -> KernelReport:
         if job.only and cat not in job.only:
             continue
         report.checks.extend(mod.run(k, ctx, job.bank_budget))
-    if k.unsupported:
-        from .report import Finding, check_result
-        fs = [Finding(check="model.unsupported", status="unknown", message=f"{why}: {text}")
-              for text, why in k.unsupported]
-        report.checks.append(check_result("model.unsupported", "model", fs,
-                                          f"{len(fs)} constructs outside the encoding"))
+    from .checks import model
+    report.checks.extend(model.run(k, ctx))
+    from .guards import guarded_accesses
+    g = guarded_accesses(lowered, job, k) if not job.only or "bounds" in job.only else None
+    if g is not None:
+        report.checks.append(g)
+    if job.strict:
+        from .report import FAILED, WARNING
+        for c in report.checks:
+            if c.status == WARNING:
+                c.status = FAILED
+                for f in c.findings:
+                    f.status = FAILED
     report.verify_seconds = round(time.perf_counter() - t0, 2)
     return report
 

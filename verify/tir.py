@@ -26,8 +26,8 @@ def int_value(e):
 _FREE_DECL = re.compile(r"^[A-Za-z_]\w* = T\.")
 
 
-def short(node, limit: int = 160) -> str:
-    """One-line text of an IR node, for reports."""
+def short(node, limit: int | None = 160) -> str:
+    """One-line text of an IR node, for reports (whole when limit is None)."""
     try:
         text = node.script() if hasattr(node, "script") else str(node)
     except Exception:  # some nodes cannot print standalone
@@ -35,4 +35,4 @@ def short(node, limit: int = 160) -> str:
     lines = [ln.strip() for ln in text.splitlines()
              if ln.strip() and not ln.strip().startswith("#") and not _FREE_DECL.match(ln.strip())]
     text = " ".join(lines)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."

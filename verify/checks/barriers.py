@@ -31,7 +31,7 @@ def run(k, ctx, budget=None):
     for name, fn in (("barriers.divergence", _divergence), ("barriers.named_count", _named_count),
                      ("barriers.mbarrier_init", _mbar_init), ("barriers.mbarrier_phase", _mbar_phase),
                      ("barriers.parity", _parity), ("barriers.race", _race),
-                     ("barriers.proxy_fence", _proxy_fence)):
+                     ("barriers.global_race", _global_race), ("barriers.proxy_fence", _proxy_fence)):
         t0 = time.perf_counter()
         findings, detail = fn(state)
         out.append(check_result(name, CATEGORY, findings, detail, time.perf_counter() - t0))
@@ -259,29 +259,28 @@ def _mentions(term, sym):
 
 
 def _thread_classes(k, term):
-    """Threads grouped by the truth of the thread-only atoms in `term`: [(count, substitution)]
-    with one representative thread per group, or None when `term` uses thread ids otherwise."""
+    """Threads grouped by the truth of the thread-only conditions in `term` (role tests):
+    [(count, substitution)] with one representative thread per group, or None when `term`
+    uses a thread id outside such a condition."""
     tnames = {sym.decl().name() for sym, _ in k.threads.values()}
-    atoms, ok = {}, [True]
+    atoms, ok, seen = {}, [True], set()
 
-    def walk(t, inside):
-        if not ok[0]:
+    def walk(t):
+        if not ok[0] or t.get_id() in seen:
             return
-        if z3.is_bool(t) and z3.is_app(t) and t.decl().kind() not in (z3.Z3_OP_AND, z3.Z3_OP_OR, z3.Z3_OP_NOT,
-                                                                         z3.Z3_OP_ITE, z3.Z3_OP_IMPLIES):
-            names = set(consts_of(t))
-            if names & tnames:
-                if names <= tnames and not _has_app(t):
-                    atoms[t.get_id()] = t
-                    return
-                ok[0] = False
+        seen.add(t.get_id())
+        names = set(consts_of(t))
+        if not names & tnames:
             return
-        if z3.is_const(t) and t.decl().name() in tnames:
+        if z3.is_bool(t) and names <= tnames and not _has_app(t):
+            atoms[t.get_id()] = t
+            return
+        if z3.is_const(t):
             ok[0] = False
             return
         for c in t.children():
-            walk(c, inside)
-    walk(term, False)
+            walk(c)
+    walk(term)
     if not ok[0]:
         return None
     from ..order import thread_id_arrays
@@ -330,6 +329,25 @@ def _mbar_phase(st):
                 continue
             want = _init_count(inits, buf, z3.IntVal(b))
             base = ctx.shape_facts() + ctx.block_facts()
+            classes = _thread_classes(k, A)
+            if classes is not None:
+                # threads told apart by role tests only: compare the per-role counts directly
+                per = [(cnt, z3.simplify(z3.substitute(A, *sub) if sub else A)) for cnt, sub in classes]
+                arriving = [(cnt, t) for cnt, t in per if not (z3.is_int_value(t) and t.as_long() == 0)]
+                if len({t.get_id() for _, t in arriving}) <= 1:
+                    n_arr = sum(cnt for cnt, _ in arriving)
+                    w_ = simplify_int(want)
+                    if not arriving or n_arr == w_:
+                        continue
+                    res, m = ctx.solve(base + [arriving[0][1] > 0])
+                    if res == "sat":
+                        what = "never initialized" if w_ == -1 else f"initialized with count {w_}"
+                        findings.append(site_finding(
+                            k, ctx, "barriers.mbarrier_phase", arrs[0],
+                            f"phase of {buf}[{b}]: {n_arr} arrivals for an mbarrier {what}", m, base))
+                    elif res == "unknown":
+                        findings.append(unknown("barriers.mbarrier_phase", f"solver could not decide ({m})", arrs[0], k))
+                    continue
             a1, a2 = ctx.instance(A, "1"), ctx.instance(A, "2")
             fs = base + ctx.thread_facts("1") + ctx.thread_facts("2")
             res, m = ctx.solve(fs + [a1 > 0, a2 > 0, a1 != a2])
@@ -343,7 +361,6 @@ def _mbar_phase(st):
             if res == "unknown":
                 findings.append(unknown("barriers.mbarrier_phase", f"solver could not decide ({m})", arrs[0], k))
                 continue
-            classes = _thread_classes(k, A)
             if classes is None:
                 n_arr = count_threads(k, A > 0, st.values)
             else:
@@ -825,7 +842,9 @@ def _mid_terms(st, a2, buf1, b1, b2, combo):
     W1 = ph.waits_before(a2, buf1, b1)
     D1 = ph.delta_term(buf1, b1)
     m2 = ph.arrivals(a2, a2.mbar[0], b2)
-    if W1 is not None and D1 is not None and m2 is not None:
+    if W1 is None or D1 is None or m2 is None:
+        st.incomplete.add(f"waits on {buf1}[{b1}] before arrivals on {a2.mbar[0]}[{b2}]")
+    else:
         who = _witness_threads(k, a2)
         sub = [(ctx.instance(sym, mid), z3.IntVal(v)) for sym, v in who]
         loops_by_id = {lp.id: lp for lp in k.loops}
@@ -924,9 +943,9 @@ def _cp_async_order(st, x, tx, y, ty):
         options = []
         for depth, lp in enumerate(w.loops):
             opts = []
-            for other, tag in ((x, tx), (y, ty)):
+            for other, tag, shifts in ((x, tx, (0, 1)), (y, ty, (0, -1))):
                 if depth < len(other.loops):
-                    opts.append(ctx.instance(other.loops[depth].sym, tag))
+                    opts += [ctx.instance(other.loops[depth].sym, tag) + d for d in shifts]
             options.append([(ctx.instance(lp.sym, wtag), o) for o in opts] or [None])
         for combo in itertools.product(*options):
             sub = tsame + [c for c in combo if c is not None]
@@ -964,16 +983,27 @@ def _staged(st, x, y, fs, overlap, ax, ay):
     ctx = st.ctx
     orders = []
     stages = [("direct", None), ("mbar", True), ("mbar", False), ("mbar2", True), ("mbar2", False)]
+    tried = set()
     for stage, narrow in stages:
+        if stage == "direct" and ax and ay and x.op != "cp_async" and y.op != "cp_async":
+            continue    # two asynchronous writes/reads are ordered only through mbarriers
         if stage == "mbar":
-            orders = [z3.Not(_mbar_order(st, x, "1", y, "2", narrow)), z3.Not(_mbar_order(st, y, "2", x, "1", narrow))]
+            o1, o2 = _mbar_order(st, x, "1", y, "2", narrow), _mbar_order(st, y, "2", x, "1", narrow)
+            key = ("mbar", o1.get_id(), o2.get_id())
+            orders = [z3.Not(o1), z3.Not(o2)]
         elif stage == "mbar2":
             f1, _ = _mbar_order2(st, x, "1", y, "2", narrow)
             f2, _ = _mbar_order2(st, y, "2", x, "1", narrow)
             if z3.is_false(f1) and z3.is_false(f2):
                 continue
             one = [z3.Not(_mbar_order(st, x, "1", y, "2")), z3.Not(_mbar_order(st, y, "2", x, "1"))]
+            key = ("mbar2", f1.get_id(), f2.get_id())
             orders = one + [z3.Not(f1), z3.Not(f2)]
+        else:
+            key = ("direct",)
+        if key in tried:
+            continue    # the narrow and the full set of barriers coincide
+        tried.add(key)
         res, m = ctx.solve(fs + orders, facts=False)
         if res == "unsat":
             return res, m, orders
@@ -984,9 +1014,27 @@ def _staged(st, x, y, fs, overlap, ax, ay):
     return res, m, orders
 
 
+def _unmodelled_orderings(st):
+    """mbarrier orderings the phase model could not give (a wait whose parity breaks the
+    alternation, a transaction not attached to an arrival): a race query that could have used
+    them is not definite."""
+    ph = st.ph
+    out = set()
+    for buf in ph.waits:
+        for b in ph.indices(buf) or []:
+            if ph.delta_term(buf, b) is None and any(
+                    ph.values(w) is None or b in ph.values(w) for w in ph.waits[buf]):
+                out.add(f"waits on {buf}[{b}]")
+    for buf, xs in ph.txs.items():
+        for x in xs:
+            if x.op == "tma_load" and ph.preceding_arrival(x) == "bad":
+                out.add(f"the phase of TMA loads on {buf}")
+    return out
+
+
 def _race(st):
     k, ctx = st.k, st.ctx
-    st.incomplete = set()
+    st.incomplete = _unmodelled_orderings(st)
     findings = []
     acc = _shared_accesses(k)
     asyncs = {}
@@ -1086,6 +1134,249 @@ def _not_definite(st, x, y):
     return "; ".join(why)
 
 
+# -- write-write races between blocks on global memory ------------------------------------------
+
+BLOCKS = ("thread", "loop", "unknown", "block")
+
+
+def _global_race(st):
+    """Blocks of a grid are not ordered with one another inside a kernel: two plain writes of
+    the same global bytes by different blocks race (split-K partial sums stored without atomics,
+    overlapping output tiles). Atomic updates do not race; writes through TMA descriptors are
+    not modelled here (bounds.tma keeps them inside their tensor)."""
+    k, ctx = st.k, st.ctx
+    findings = []
+    writes = [s for s in k.sites if s.kind == "access" and s.buf is not None and s.buf.scope == "global"
+              and s.write and not s.extra.get("atomic") and s.op not in ("tma_load_src",)]
+    if not k.blocks or not writes:
+        return findings, f"{len(writes)} global writes"
+    pairs = 0
+    for i, x in enumerate(writes):
+        for y in writes[i:]:
+            if x.buf.name != y.buf.name:
+                continue
+            pairs += 1
+            fs = ctx.shape_facts()
+            for tag, s in (("1", x), ("2", y)):
+                for sym, ext in k.blocks.values():
+                    b = ctx.instance(sym, tag, BLOCKS)
+                    fs += [b >= 0, b < ctx.instance(ext, tag, BLOCKS)]
+                fs += [f for f in (ctx.instance(t, tag, BLOCKS) for t in ctx.site_facts(s, "", relaxed=True))]
+            differ = z3.Or([ctx.instance(sym, "1", BLOCKS) != ctx.instance(sym, "2", BLOCKS)
+                            for sym, _ in k.blocks.values()])
+            if x is y and _block_disjoint(k, ctx, x):
+                continue
+            split = _two_level(k, ctx, x, y)
+            if split is not None:
+                res, m = ctx.solve(split)
+                if res == "unsat":
+                    continue
+            (ox, nx), (oy, ny) = _byte_range(x), _byte_range(y)
+            ox, nx, oy, ny = (ctx.instance(t, g, BLOCKS) for t, g in ((ox, "1"), (nx, "1"), (oy, "2"), (ny, "2")))
+            overlap = [ox < oy + ny, oy < ox + nx]
+            res, m = ctx.solve(fs + [differ] + overlap)
+            if res == "sat":
+                # confirm without the relaxation of nonlinear bounds and guards
+                full = ctx.shape_facts()
+                for tag, s in (("1", x), ("2", y)):
+                    for sym, ext in k.blocks.values():
+                        b = ctx.instance(sym, tag, BLOCKS)
+                        full += [b >= 0, b < ctx.instance(ext, tag, BLOCKS)]
+                    full += [ctx.instance(t, tag, BLOCKS) for t in ctx.site_facts(s, "")]
+                res, m = ctx.solve(full + [differ] + overlap + ctx.product_lemmas(full + overlap))
+                fs = full
+            if res == "sat":
+                from ..solver import evaluate
+                f = site_finding(k, ctx, "barriers.global_race", x,
+                                 f"blocks write the same bytes of {x.buf.name} (byte {evaluate(m, z3.If(ox > oy, ox, oy))}) "
+                                 "with no atomic and no order between blocks", m, fs + [differ] + overlap)
+                f.access = x.text if x is y else f"{x.text}  <->  {y.text}"
+                findings.append(f)
+            elif res == "unknown":
+                findings.append(unknown("barriers.global_race", f"solver could not decide ({m})", x, k))
+    return findings, f"{len(writes)} global writes, {pairs} pairs"
+
+
+def _byte_range(site):
+    from .common import byte_range
+    return byte_range(site)
+
+
+def _monomials(t):
+    t = z3.simplify(t, som=True)
+    return list(t.children()) if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_ADD else [t]
+
+
+def _split_factor(k, mon):
+    """(shape factor key, shape factor term, constant, rest) of a monomial."""
+    factors, stack = [], [mon]
+    while stack:
+        f = stack.pop()
+        if z3.is_app(f) and f.decl().kind() == z3.Z3_OP_MUL:
+            stack.extend(f.children())
+        else:
+            factors.append(f)
+    shape, const, rest = [], 1, []
+    for f in factors:
+        if z3.is_int_value(f):
+            const *= f.as_long()
+        elif z3.is_const(f) and k.syms.role.get(f.decl().name()) == "shape":
+            shape.append(f)
+        else:
+            rest.append(f)
+    shape.sort(key=lambda f: f.decl().name())
+    key = tuple(f.decl().name() for f in shape)
+    return key, shape, const, rest
+
+
+def _digits(k, ctx, s, off, n):
+    """Peel an offset into digits like a row-major index: off = W1 * (W2 * (... ) + d1) + d0,
+    each W a product of sizes times a constant, each lower digit proved inside [0, W) (the
+    lowest with the access width). Returns ([(W key, constant)], [digit terms, lowest first]) or
+    None. Two accesses with the same radices overlap exactly when their higher digits are equal
+    and their lowest digits overlap: a linear question where the offset was a product."""
+    import math
+    radices, digits = [], []
+    cur, width = off, n
+    fs = None
+    while True:
+        groups = {}
+        for mon in _monomials(cur):
+            key, shape, const, rest = _split_factor(k, mon)
+            groups.setdefault(key, []).append((shape, const, rest))
+        sym = [kk for kk in groups if kk]
+        if not sym:
+            digits.append(cur)
+            return radices, digits
+        common = set(sym[0])
+        for kk in sym[1:]:
+            common &= set(kk)
+        if not common:
+            return None
+        common = sorted(common)
+        g = 0
+        for kk in sym:
+            for _, c, _ in groups[kk]:
+                g = math.gcd(g, abs(c))
+        if g == 0:
+            return None
+        S = [z3.Int(nm) for nm in common]
+        W = z3.Product(*S) * g if len(S) > 1 else S[0] * g
+        high, low = [], []
+        for kk, ms in groups.items():
+            for shape, c, rest in ms:
+                if kk:
+                    left = [f for f in shape if f.decl().name() not in common or
+                            sum(1 for x in shape if x.decl().name() == f.decl().name()) > 1]
+                    # remove one occurrence of each common size
+                    left = list(shape)
+                    for nm in common:
+                        for i, f in enumerate(left):
+                            if f.decl().name() == nm:
+                                del left[i]
+                                break
+                    high.append(z3.IntVal(c // g) * _prod(left + rest))
+                else:
+                    low.append(z3.IntVal(c) * _prod(rest))
+        lo = z3.Sum(low) if low else z3.IntVal(0)
+        if fs is None:
+            fs = ctx.base([(s, "")])
+        q = fs + [z3.Or(lo < 0, lo + width > W)]
+        res, _ = ctx.solve(q + ctx.product_lemmas(q), facts=False)
+        if res != "unsat":
+            return None
+        radices.append((tuple(common), g))
+        digits.append(lo)
+        cur, width = (z3.Sum(high) if len(high) > 1 else high[0]), 1
+
+
+def _prod(fs):
+    if not fs:
+        return z3.IntVal(1)
+    return z3.Product(*fs) if len(fs) > 1 else fs[0]
+
+
+def _two_level(k, ctx, x, y):
+    """The overlap query of two global writes by different blocks in digit form (_digits),
+    or None when the offsets do not decompose alike."""
+    parts = {}
+    for tag, s in (("1", x), ("2", y)):
+        off, n = _byte_range(s)
+        d = _digits(k, ctx, s, off, n)
+        if d is None:
+            return None
+        parts[tag] = (d, n)
+    (r1, d1), n1 = parts["1"]
+    (r2, d2), n2 = parts["2"]
+    if r1 != r2 or len(d1) != len(d2):
+        return None
+    out = ctx.shape_facts()
+    for tag, s in (("1", x), ("2", y)):
+        for sym, ext in k.blocks.values():
+            b = ctx.instance(sym, tag, BLOCKS)
+            out += [b >= 0, b < ctx.instance(ext, tag, BLOCKS)]
+        out += [ctx.instance(t, tag, BLOCKS) for t in ctx.site_facts(s, "", relaxed=True)]
+    differ = z3.Or([ctx.instance(sym, "1", BLOCKS) != ctx.instance(sym, "2", BLOCKS) for sym, _ in k.blocks.values()])
+    a = [ctx.instance(t, "1", BLOCKS) for t in d1]
+    b = [ctx.instance(t, "2", BLOCKS) for t in d2]
+    w1, w2 = ctx.instance(n1, "1", BLOCKS), ctx.instance(n2, "2", BLOCKS)
+    return out + [differ, a[0] < b[0] + w2, b[0] < a[0] + w1] + [p == q for p, q in zip(a[1:], b[1:])]
+
+
+def _block_disjoint(k, ctx, s):
+    """Fast proof that different blocks write disjoint bytes at site s: its byte offset is
+    sum_i c_i * block_i + local, with local (threads, constant loops) inside a span S, and the
+    coefficients nest like the digits of a mixed-radix number: S <= c_a, c_a * ext_a <= c_b, ...
+    in some order of the block ids. Then the block ids are determined by the offset."""
+    import itertools
+
+    from ..numeric import finite_range
+    off, n = _byte_range(s)
+    n = simplify_int(n)
+    if n is None:
+        return False
+    t = z3.simplify(off, som=True)
+    mons = list(t.children()) if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_ADD else [t]
+    bsyms = {sym.decl().name(): (sym, ext) for sym, ext in k.blocks.values()}
+    coef, local = {}, []
+    for mon in mons:
+        names = consts_of(mon)
+        blocks = [b for b in names if b in bsyms]
+        roles = {k.syms.role.get(x) for x in names}
+        if not blocks:
+            if roles <= {"thread", "loop", None} or not names:
+                local.append(mon)
+                continue
+            if roles <= {"shape", "param"}:
+                continue    # the same in every block: no effect on disjointness
+            return False
+        if len(blocks) != 1 or roles - {"shape", "block", "param"}:
+            return False
+        b = blocks[0]
+        c = z3.simplify(z3.substitute(mon, (bsyms[b][0], z3.IntVal(1))))
+        if b in consts_of(c):
+            return False    # not linear in the block id
+        coef[b] = c if b not in coef else z3.simplify(coef[b] + c)
+    rng = finite_range(k, s, z3.Sum(local) if local else z3.IntVal(0))
+    if rng is None:
+        return False
+    span = (rng[1] - rng[0] + n) if rng != () else 0
+    pre = ctx.shape_facts()
+    names = list(coef)
+    for order in itertools.permutations(names):
+        need = z3.IntVal(span)
+        ok = True
+        for b in order:
+            res, _ = ctx.solve(pre + [coef[b] < need])
+            if res != "unsat":
+                ok = False
+                break
+            need = coef[b] * bsyms[b][1]
+        if ok:
+            return True
+    return False
+
+
 # -- proxy fences ---------------------------------------------------------------------------
 
 GENERIC_WRITES = ("store", "stmatrix", "pointer", "cp_async")
@@ -1155,7 +1446,9 @@ class _Flow:
                 out = self.block(it.body, cur)
                 nxt = cur | out
                 if nxt == cur:
-                    return out | dirty
+                    # a loop that may run zero times also passes its entry state on
+                    ext = simplify_int(it.loop.extent)
+                    return out if ext is not None and ext > 0 else out | dirty
                 cur = nxt
         if isinstance(it, M.IfNode):
             if thread_dependent(it.cond, self.k.syms):

@@ -21,7 +21,8 @@ WGMMA_SWIZZLE = {1: 128, 2: 64, 3: 32}
 def run(k, ctx, budget=None):
     out = []
     for name, fn in (("layout.overlap", _overlap), ("layout.alignment", _alignment),
-                     ("layout.smem_limit", _smem_limit), ("layout.bijective", _bijective)):
+                     ("layout.smem_limit", _smem_limit), ("layout.setmaxnreg", _setmaxnreg),
+                     ("layout.bijective", _bijective)):
         t0 = time.perf_counter()
         findings, detail = fn(k, ctx)
         out.append(check_result(name, CATEGORY, findings, detail, time.perf_counter() - t0))
@@ -258,6 +259,84 @@ def _smem_limit(k, ctx):
             findings.append(Finding(check="layout.smem_limit", status=FAILED, buffer=b.name,
                                     message=f"{b.name} ends at byte {end}, past its {cap}-byte allocation"))
     return findings, f"{used} bytes used"
+
+
+# -- register budget of setmaxnreg -----------------------------------------------------------
+
+REGFILE = 65536          # 32-bit registers per SM (sm_90), the pool setmaxnreg redistributes
+
+
+def launch_registers(threads):
+    """Registers per thread a block of `threads` threads gets at launch when it runs alone on an
+    SM: the register file divided by the threads, rounded down to the allocation granule of 8
+    (and at most 255, the per-thread maximum)."""
+    return min(255, REGFILE // threads // 8 * 8)
+
+
+def _setmaxnreg(k, ctx):
+    """Warp-specialized kernels move registers between warpgroups with setmaxnreg.dec/.inc. An
+    .inc blocks until the pool has the registers, so the warpgroups' requests must fit what the
+    launch gave the block (threads x registers per thread), or the kernel deadlocks. Each request
+    must also be a multiple of 8 in [24, 256], go the way its .inc/.dec says, and be executed by
+    whole warpgroups."""
+    import numpy as np
+
+    from ..numeric import Symbolic, np_eval
+    from ..order import thread_id_arrays, thread_only
+    findings = []
+    sites = [s for s in k.sites if s.op == "setmaxnreg" and s.extra.get("regs") is not None]
+    if not sites:
+        return findings, "no setmaxnreg"
+    n = k.num_threads
+    base = launch_registers(n)
+    if n % 128:
+        findings.append(site_finding(k, ctx, "layout.setmaxnreg", sites[0],
+                                     f"setmaxnreg in a block of {n} threads, not a whole number of warpgroups"))
+        return findings, f"{n} threads"
+    env = thread_id_arrays(k)
+    groups = n // 128
+    asked = [[] for _ in range(groups)]
+    for s in sites:
+        regs, inc = s.extra["regs"], s.extra["inc"]
+        if regs % 8 or not 24 <= regs <= 256:
+            findings.append(site_finding(k, ctx, "layout.setmaxnreg", s,
+                                         f"setmaxnreg {regs}: the count must be a multiple of 8 in [24, 256]"))
+        if (inc == 1 and regs < base) or (inc == 0 and regs > base):
+            findings.append(site_finding(k, ctx, "layout.setmaxnreg", s,
+                                         f"setmaxnreg.{'inc' if inc else 'dec'} to {regs} registers from the "
+                                         f"{base} a thread has at launch ({n} threads)"))
+        mask = np.ones(n, dtype=bool)
+        for c in s.conds:
+            if not thread_only(c, k.syms):
+                continue
+            try:
+                mask &= np.broadcast_to(np_eval(c, env), (n,))
+            except Symbolic:
+                findings.append(unknown("layout.setmaxnreg", "threads executing setmaxnreg not determined", s, k))
+                mask = None
+                break
+        if mask is None:
+            continue
+        for g in range(groups):
+            part = mask[g * 128:(g + 1) * 128]
+            if part.any() and not part.all():
+                findings.append(site_finding(k, ctx, "layout.setmaxnreg", s,
+                                             f"setmaxnreg executed by {int(part.sum())} of the 128 threads of "
+                                             f"warpgroup {g} (the instruction is warpgroup-wide)"))
+            elif part.all():
+                asked[g].append(regs)
+    # a warpgroup that asks several times holds at most its largest request (conservative)
+    final = [max(a) if a else base for a in asked]
+    need, have = 128 * sum(final), n * base
+    if need > have:
+        findings.append(Finding(
+            check="layout.setmaxnreg", status=FAILED,
+            message=(f"warpgroups ask for {' + '.join(str(r) for r in final)} registers a thread, "
+                     f"{need} in all, but the launch provides {n} threads x {base} = {have}: "
+                     f"setmaxnreg.inc waits forever"),
+            access=sites[0].text, line=locate(k, sites[0].text),
+            counterexample={"threads": n, "registers_at_launch": base, "requested": final}))
+    return findings, f"{groups} warpgroups: {final} registers a thread, budget {base}"
 
 
 # -- bijective layouts ----------------------------------------------------------------------
