@@ -1357,11 +1357,16 @@ def _block_disjoint(k, ctx, s):
         if b in consts_of(c):
             return False    # not linear in the block id
         coef[b] = c if b not in coef else z3.simplify(coef[b] + c)
+    pre = ctx.shape_facts()
+    for b, (sym, ext) in bsyms.items():
+        if b not in coef:   # a block id the offset ignores: its blocks write the same bytes
+            res, _ = ctx.solve(pre + [ext > 1])
+            if res != "unsat":
+                return False
     rng = finite_range(k, s, z3.Sum(local) if local else z3.IntVal(0))
     if rng is None:
         return False
     span = (rng[1] - rng[0] + n) if rng != () else 0
-    pre = ctx.shape_facts()
     names = list(coef)
     for order in itertools.permutations(names):
         need = z3.IntVal(span)
