@@ -45,7 +45,7 @@ def test_release_build_proved(lowered, stage):
     r = _verify(*lowered[stage])
     bad = [(c.name, [f.message for f in c.findings]) for c in r.checks if c.status != PROVED]
     assert r.status == PROVED, bad
-    assert {c.category for c in r.checks} == {"bounds", "layout", "barriers", "banks"}
+    assert {"bounds", "layout", "barriers", "banks"} <= {c.category for c in r.checks}
 
 
 def _syncs(f, nargs):
@@ -76,7 +76,7 @@ K2_MUTANTS = {
 def test_k2_mutants_rejected(lowered, name):
     fn, want = K2_MUTANTS[name]
     r = _verify(*lowered["k2"], fn)
-    failed = {c.name for c in r.checks if c.status != PROVED}
+    failed = {c.name for c in r.checks if c.status in ("failed", "unknown")}
     assert failed and failed <= want | {"barriers.race"} and failed & want, failed
 
 

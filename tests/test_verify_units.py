@@ -137,8 +137,14 @@ def test_cli_module_mode(tmp_path, capsys):
     f = [f for c in by["oob"]["checks"] for f in c["findings"]][0]
     assert f["check"] == "bounds.global" and f["buffer"] == "A"
     assert f["counterexample"]["thread"]["threadIdx.x"] == 63
-    mod.write_text(TINY.replace('KERNELS = {"ok": ok, "oob": oob}', 'KERNELS = {"ok": ok}'))
     import sys
+    # a table naming a kernel KERNELS does not define is an error, not silently ignored
+    mod.write_text(TINY.replace('KERNELS = {"ok": ok, "oob": oob}', 'KERNELS = {"ok": ok}'))
+    sys.modules.pop("verify_user_tiny", None)
+    with pytest.raises(SystemExit, match="PASS_CONFIGS names 'oob'"):
+        main([str(mod), "--jobs", "1", "--json", str(report)])
+    mod.write_text(TINY.replace('KERNELS = {"ok": ok, "oob": oob}', 'KERNELS = {"ok": ok}')
+                   .replace('PASS_CONFIGS = {"oob": {"tl.disable_safe_memory_legalize": True}}', ''))
     sys.modules.pop("verify_user_tiny", None)
     assert main([str(mod), "--jobs", "1", "--json", str(report)]) == 0
 

@@ -63,3 +63,4 @@ NO_WGMMA = {"tl.disable_wgmma": True}
 PASS_CONFIGS = {"ldmatrix_linear": NO_WGMMA, "ldmatrix_swizzled": NO_WGMMA}
 EXPECT = {"column_read": "banks.conflicts", "column_read_swizzled": None, "ldmatrix_linear": "banks.conflicts",
           "ldmatrix_swizzled": None}
+TWIN = {"column_read": "column_read_swizzled", "ldmatrix_linear": "ldmatrix_swizzled"}

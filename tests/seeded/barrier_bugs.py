@@ -198,3 +198,6 @@ EXPECT = {"missing_sync": "barriers.race", "synced": None, "divergent_sync": "ba
           "named_count": "barriers.named_count", "named_ok": None, "loop_war": "barriers.race", "loop_synced": None,
           "mbar_ok": None, "mbar_count": "barriers.mbarrier_phase", "mbar_half_arrive": "barriers.mbarrier_phase",
           "mbar_parity": "barriers.race", "mbar_loop_ok": None, "mbar_loop_parity": "barriers.parity"}
+TWIN = {"missing_sync": "synced", "divergent_sync": "uniform_sync", "named_count": "named_ok",
+        "loop_war": "loop_synced", "mbar_count": "mbar_ok", "mbar_half_arrive": "mbar_ok", "mbar_parity": "mbar_ok",
+        "mbar_loop_parity": "mbar_loop_ok"}

@@ -92,3 +92,4 @@ PRECONDITIONS = {"tma_copy": ["N >= 1", "N <= 2**20"], "misaligned_tma": ["N >= 
 BANK_BUDGET = {"tma_copy": 8, "misaligned_tma": 8, "too_much_smem": 32, "fits_smem": 32}
 EXPECT = {"two_buffers": None, "overlapping_buffers": "layout.overlap", "tma_copy": None, "misaligned_tma": "layout.alignment",
           "too_much_smem": "layout.smem_limit", "fits_smem": None}
+TWIN = {"overlapping_buffers": "two_buffers", "misaligned_tma": "tma_copy", "too_much_smem": "fits_smem"}

@@ -48,6 +48,43 @@ def staged_gemm():
     return staged_gemm
 
 
+def cp_async_gemm():
+    """The same GEMM without TMA: a three-stage cp.async pipeline retired by wait_group(n)."""
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def cp_async_gemm(A: T.Tensor((N, BK * KT), "float16"), B: T.Tensor((64, BK * KT), "float16"),
+                      C: T.Tensor((N, 64), "float32")):
+        with T.Kernel(T.ceildiv(N, BM), threads=128) as bx:
+            As = T.alloc_shared((BM, BK), "float16")
+            Bs = T.alloc_shared((64, BK), "float16")
+            Cf = T.alloc_fragment((BM, 64), "float32")
+            T.clear(Cf)
+            for ko in T.Pipelined(KT, num_stages=3):
+                T.copy(A[bx * BM, ko * BK], As)
+                T.copy(B[0, ko * BK], Bs)
+                T.gemm(As, Bs, Cf, transpose_B=True)
+            T.copy(Cf, C[bx * BM, 0])
+    return cp_async_gemm
+
+
+def tma_store_epilogue():
+    """An epilogue through shared memory: fragment -> stmatrix -> TMA store."""
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def tma_store_epilogue(A: T.Tensor((N, 64), "float16"), B: T.Tensor((N, 64), "float16")):
+        with T.Kernel(T.ceildiv(N, 64), threads=128) as bx:
+            F = T.alloc_fragment((64, 64), "float16")
+            S = T.alloc_shared((64, 64), "float16")
+            T.copy(A[bx * 64, 0], F)
+            for i, j in T.Parallel(64, 64):
+                F[i, j] = F[i, j] * T.float16(2.0)
+            T.copy(F, S)
+            T.copy(S, B[bx * 64, 0])
+    return tma_store_epilogue
+
+
 def _xor1(e):
     return tirx.Call("int32", tirx.op.Op.get("tirx.bitwise_xor"), [e, tirx.const(1, "int32")])
 
@@ -87,6 +124,16 @@ def _wrong_barrier(f):
     return mutate.rewrite_call(f, "tirx.ptx_arrive_barrier_expect_tx", swap)
 
 
+def _wait_group_later(f):
+    # the pipeline's steady-state wait leaves one more group in flight than it may
+    return mutate.rewrite_call(f, "tirx.ptx_wait_group", lambda c: mutate.with_arg(c, 0, int(c.args[0]) + 1))
+
+
+def _no_store_fence(f):
+    # the generic-proxy writes of S (stmatrix) are not fenced before the TMA store reads S
+    return mutate.drop_call(f, "tl.fence_proxy_async", nth=-1)
+
+
 def _consumer_full_wait_index(f):
     """Program-order index of the first wait with a parity that is not XOR-ed (consumer side)."""
     from tvm.tirx.stmt_functor import post_order_visit
@@ -104,7 +151,8 @@ def _consumer_full_wait_index(f):
     raise ValueError("no consumer wait")
 
 
-KERNELS = {"tma_gemm": tma_gemm, "staged_gemm": staged_gemm}
+KERNELS = {"tma_gemm": tma_gemm, "staged_gemm": staged_gemm, "cp_async_gemm": cp_async_gemm,
+           "tma_store_epilogue": tma_store_epilogue}
 MUTATIONS = {
     "tma_wrong_tx_bytes": ("tma_gemm", _wrong_tx),
     "tma_wrong_parity": ("tma_gemm", _wrong_parity),
@@ -112,10 +160,19 @@ MUTATIONS = {
     "tma_no_init_fence": ("tma_gemm", _no_init_fence),
     "tma_wrong_barrier": ("tma_gemm", _wrong_barrier),
     "wgmma_no_proxy_fence": ("staged_gemm", _no_proxy_fence),
+    "cp_async_wait_group_late": ("cp_async_gemm", _wait_group_later),
+    "tma_store_no_proxy_fence": ("tma_store_epilogue", _no_store_fence),
 }
-PRECONDITIONS = {name: ["N >= 1", "N <= 2**20"] for name in ("tma_gemm", *MUTATIONS)}
-BANK_BUDGET = {name: 8 for name in ("tma_gemm", "staged_gemm", *MUTATIONS)}
+PRECONDITIONS = {name: ["N >= 1", "N <= 2**20"] for name in ("tma_gemm", "cp_async_gemm", "tma_store_epilogue",
+                                                            *MUTATIONS) if name != "wgmma_no_proxy_fence"}
+BANK_BUDGET = {name: 8 for name in ("tma_gemm", "staged_gemm", "cp_async_gemm", "tma_store_epilogue", *MUTATIONS)}
+PASS_CONFIGS = {name: {"tl.disable_tma_lower": True, "tl.disable_warp_specialized": True}
+                for name in ("cp_async_gemm", "cp_async_wait_group_late")}
 EXPECT = {"tma_gemm": None, "staged_gemm": None, "tma_wrong_tx_bytes": "barriers.mbarrier_phase",
           "tma_wrong_parity": "barriers.race", "tma_wrong_arrive_count": "barriers.mbarrier_phase",
           "tma_no_init_fence": "barriers.mbarrier_init", "tma_wrong_barrier": "barriers.mbarrier_phase",
-          "wgmma_no_proxy_fence": "barriers.proxy_fence"}
+          "wgmma_no_proxy_fence": "barriers.proxy_fence", "cp_async_gemm": None, "tma_store_epilogue": None,
+          "cp_async_wait_group_late": "barriers.race", "tma_store_no_proxy_fence": "barriers.proxy_fence"}
+TWIN = {"tma_wrong_tx_bytes": "tma_gemm", "tma_wrong_parity": "tma_gemm", "tma_wrong_arrive_count": "tma_gemm",
+        "tma_no_init_fence": "tma_gemm", "tma_wrong_barrier": "tma_gemm", "wgmma_no_proxy_fence": "staged_gemm",
+        "cp_async_wait_group_late": "cp_async_gemm", "tma_store_no_proxy_fence": "tma_store_epilogue"}

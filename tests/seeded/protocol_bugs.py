@@ -1,0 +1,161 @@
+"""mbarrier protocols written by hand (TMA tiles handed from a producer warp to consumers):
+a tile read before its wait; a wait that only runs inside a loop that may not run at all; a
+loop that restarts the parity sequence a prologue already advanced; an empty barrier only one
+of two consumer warpgroups arrives on."""
+import tilelang.language as T
+
+N_ = 64
+
+
+def _read_tile(name, wait_first):
+    @T.prim_func
+    def kern(A: T.Tensor((N_, N_), "float16"), B: T.Tensor((N_, N_), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((N_, N_), "float16")
+            full = T.alloc_barrier(arrive_count=[32])
+            tx = T.get_thread_binding()
+            if tx < 32:
+                T.tma_copy(A[0:N_, 0:N_], A_s, barrier=full[0])
+                T.barrier_arrive(full[0])
+            if wait_first:
+                T.barrier_wait(full[0], 0)
+                for j in T.serial(N_ // 2):
+                    B[tx // 2, (tx % 2) * (N_ // 2) + j] = A_s[tx // 2, (tx % 2) * (N_ // 2) + j]
+            else:
+                for j in T.serial(N_ // 2):
+                    B[tx // 2, (tx % 2) * (N_ // 2) + j] = A_s[tx // 2, (tx % 2) * (N_ // 2) + j]
+                T.barrier_wait(full[0], 0)
+    return kern.with_attr("global_symbol", name)
+
+
+def read_before_wait():
+    return _read_tile("read_before_wait", False)
+
+
+def wait_then_read():
+    return _read_tile("wait_then_read", True)
+
+
+def _loop_wait(name, wait_in_loop):
+    K = T.dynamic("K")
+
+    @T.prim_func
+    def kern(A: T.Tensor((N_, N_), "float16"), X: T.Tensor((K,), "float32"), B: T.Tensor((N_, N_), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((N_, N_), "float16")
+            full = T.alloc_barrier(arrive_count=[32])
+            acc = T.alloc_var("float32", init=0.0)
+            tx = T.get_thread_binding()
+            if tx < 32:
+                T.tma_copy(A[0:N_, 0:N_], A_s, barrier=full[0])
+                T.barrier_arrive(full[0])
+            if not wait_in_loop:
+                T.barrier_wait(full[0], 0)
+            for k in T.serial(K):
+                if wait_in_loop:
+                    if k == 0:
+                        T.barrier_wait(full[0], 0)   # never runs when K == 0
+                acc = acc + X[k]
+            for j in T.serial(N_ // 2):
+                B[tx // 2, (tx % 2) * (N_ // 2) + j] = A_s[tx // 2, (tx % 2) * (N_ // 2) + j] * T.Cast("float16", acc)
+    return kern.with_attr("global_symbol", name)
+
+
+def wait_in_empty_loop():
+    return _loop_wait("wait_in_empty_loop", True)
+
+
+def wait_before_loop():
+    return _loop_wait("wait_before_loop", False)
+
+
+def _phases(name, offset):
+    K = T.dynamic("K")
+
+    @T.prim_func
+    def kern(A: T.Tensor((K + 1, N_, N_), "float16"), B: T.Tensor((N_, N_), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((N_, N_), "float16")
+            full = T.alloc_barrier(arrive_count=[32])
+            empty = T.alloc_barrier(arrive_count=[96])
+            acc = T.alloc_var("float32", init=0.0)
+            tx = T.get_thread_binding()
+            if tx < 32:
+                T.tma_copy(A[0, 0:N_, 0:N_], A_s, barrier=full[0])     # prologue: phase 0
+                T.barrier_arrive(full[0])
+                for k in T.serial(K):
+                    T.barrier_wait(empty[0], k % 2)
+                    T.tma_copy(A[k + 1, 0:N_, 0:N_], A_s, barrier=full[0])
+                    T.barrier_arrive(full[0])
+            else:
+                T.barrier_wait(full[0], 0)
+                acc = acc + T.Cast("float32", A_s[(tx - 32) % N_, 0])
+                T.barrier_arrive(empty[0])
+                for k in T.serial(K):
+                    T.barrier_wait(full[0], (k + offset) % 2)      # the loop's k-th tile is phase k + 1
+                    acc = acc + T.Cast("float32", A_s[(tx - 32) % N_, 0])
+                    T.barrier_arrive(empty[0])
+                B[(tx - 32) % N_, (tx - 32) // N_] = acc
+    return kern.with_attr("global_symbol", name)
+
+
+def parity_restarts():
+    return _phases("parity_restarts", 0)
+
+
+def parity_continues():
+    return _phases("parity_continues", 1)
+
+
+def _roles(name, both):
+    K = T.dynamic("K")
+
+    @T.prim_func
+    def kern(A: T.Tensor((K, N_, N_), "float16"), B: T.Tensor((256, 1), "float32")):
+        with T.Kernel(1, threads=384) as bx:
+            A_s = T.alloc_shared((N_, N_), "float16")
+            full = T.alloc_barrier(arrive_count=[32])
+            empty = T.alloc_barrier(arrive_count=[256])
+            acc = T.alloc_var("float32", init=0.0)
+            tx = T.get_thread_binding()
+            if tx < 256:
+                for k in T.serial(K):
+                    T.barrier_wait(full[0], k % 2)
+                    acc = acc + T.Cast("float32", A_s[tx // 4, tx % 4])
+                    if both:
+                        T.barrier_arrive(empty[0])
+                    else:
+                        if tx < 128:
+                            T.barrier_arrive(empty[0])   # the second consumer warpgroup never arrives
+                B[tx, 0] = acc
+            else:
+                if tx < 288:
+                    for k in T.serial(K):
+                        T.barrier_wait(empty[0], (k + 1) % 2)
+                        T.tma_copy(A[k, 0:N_, 0:N_], A_s, barrier=full[0])
+                        T.barrier_arrive(full[0])
+    return kern.with_attr("global_symbol", name)
+
+
+def one_role_arrives():
+    return _roles("one_role_arrives", False)
+
+
+def both_roles_arrive():
+    return _roles("both_roles_arrive", True)
+
+
+KERNELS = {f.__name__: f for f in (read_before_wait, wait_then_read, wait_in_empty_loop, wait_before_loop,
+                                   parity_restarts, parity_continues, one_role_arrives, both_roles_arrive)}
+MANUAL = {"tl.disable_thread_storage_sync": True, "tl.disable_warp_specialized": True}
+PASS_CONFIGS = {name: MANUAL for name in KERNELS}
+PRECONDITIONS = {name: ["K >= 0", "K <= 2**16"] for name in ("wait_in_empty_loop", "wait_before_loop")}
+PRECONDITIONS.update({name: ["K >= 1", "K <= 2**16"] for name in ("parity_restarts", "parity_continues",
+                                                                  "one_role_arrives", "both_roles_arrive")})
+BANK_BUDGET = {name: 32 for name in KERNELS}
+EXPECT = {"read_before_wait": "barriers.race", "wait_then_read": None,
+          "wait_in_empty_loop": "barriers.race", "wait_before_loop": None,
+          "parity_restarts": "barriers.parity", "parity_continues": None,
+          "one_role_arrives": "barriers.mbarrier_phase", "both_roles_arrive": None}
+TWIN = {"read_before_wait": "wait_then_read", "wait_in_empty_loop": "wait_before_loop",
+        "parity_restarts": "parity_continues", "one_role_arrives": "both_roles_arrive"}
