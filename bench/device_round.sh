@@ -7,6 +7,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh matrix  # the GPU correctness matrix alone
 #   source .devbundle/activate.sh && bash bench/device_round.sh fused   # chain micro-benchmark, fused kernel checks and times
 #   source .devbundle/activate.sh && bash bench/device_round.sh fusedpeers  # peers' call modes, fused ncu counters
+#   source .devbundle/activate.sh && bash bench/device_round.sh startup # import + first call, warm and cold
 set -uo pipefail
 mode=${1:-tests}
 OUT=${OUT:-/tmp/kda-out}; mkdir -p "$OUT"
@@ -50,6 +51,9 @@ case "$mode" in
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -25 ;;
   smoke)
     python bench/smoke.py 2>&1 | tee "$OUT/smoke.log" | tail -60 ;;
+  startup)
+    # fresh processes: 1 priming + 5 warm runs, 1 cold run (fresh TILELANG_CACHE_DIR and KDA_TILE_CACHE)
+    timeout 580 python bench/startup.py --out "$OUT" 2>&1 | tee "$OUT/startup.log" | tail -30 ;;
   tests)
     # The generated entry is the API's path; if its own GPU tests fail, the matrix still runs
     # through TileLang's launchers so that the kernels get checked, and the log says so.
