@@ -28,6 +28,11 @@ case "$mode" in
       grep -v -E '^\{|INFO' "$OUT/fused_timing.log" | tail -14
       [ -n "${WITH_PEERS:-}" ] && timeout 150 python bench/fused_round.py peers > "$OUT/peers_modes.log" 2>&1
       [ -n "${WITH_PEERS:-}" ] && grep -v -E '^\{|INFO' "$OUT/peers_modes.log" | tail -40
+      if [ -n "${WITH_NCU:-}" ]; then
+        timeout 150 ncu --clock-control none --profile-from-start off --csv --section SpeedOfLight --section Occupancy \
+          --section LaunchStats --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
+          python bench/fused_round.py ncu > "$OUT/ncu.csv" 2> "$OUT/ncu.err"; tail -2 "$OUT/ncu.err"; wc -l "$OUT/ncu.csv"
+      fi
     fi ;;
   chain)
     timeout 150 python bench/chain_step.py > "$OUT/chain_step.log" 2>&1; tail -8 "$OUT/chain_step.log" ;;
