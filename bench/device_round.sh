@@ -34,6 +34,11 @@ case "$mode" in
           python bench/fused_round.py ncu > "$OUT/ncu.csv" 2> "$OUT/ncu.err"; tail -2 "$OUT/ncu.err"; wc -l "$OUT/ncu.csv"
       fi
     fi ;;
+  attrib)
+    timeout 200 python bench/fused_round.py attrib > "$OUT/attrib.log" 2>&1; grep -v -E 'INFO|compiled' "$OUT/attrib.log" | tail -8
+    timeout 150 ncu --clock-control none --profile-from-start off --csv --section WarpStateStats --section SchedulerStats \
+      --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
+      python bench/fused_round.py ncu > "$OUT/ncu_stalls.csv" 2> "$OUT/ncu.err"; tail -2 "$OUT/ncu.err"; wc -l "$OUT/ncu_stalls.csv" ;;
   chain)
     timeout 150 python bench/chain_step.py > "$OUT/chain_step.log" 2>&1; tail -8 "$OUT/chain_step.log" ;;
   fusedpeers)

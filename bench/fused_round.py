@@ -40,6 +40,11 @@ VARIANTS = {
     "p1_fixed_h0bf16_ht": dict(initial_state="bfloat16", final_state=True, producers=1),
     "p1_probe_producer": dict(varlen=True, initial_state="float32", final_state=True, probe="producer", producers=1),
 }
+STAGES = ("norm", "column", "lm", "inverse", "wu")
+for _np in (1, 2):
+    for _st in STAGES:
+        VARIANTS[f"p{_np}_producer_no_{_st}"] = dict(varlen=True, initial_state="float32", final_state=True,
+                                                    probe=f"producer-no_{_st}", producers=_np)
 
 
 def _compile(name):
@@ -324,7 +329,30 @@ def peers():
               f"{r.get('error', '')[:60]}")
 
 
-NCU_NAMES = ("varlen_h0f32_ht", "probe_producer", "p1_varlen_h0f32_ht")
+NCU_NAMES = ("probe_producer", "p1_probe_producer")
+
+
+def attrib():
+    """Producer time with one stage left out, at two shapes: attributes the producer's time per chunk."""
+    import torch
+    from triton.testing import do_bench
+    rows = []
+    for H, lens in [(96, [8192]), (96, [1024] * 8)]:
+        d = inputs(1, sum(lens), H, lens=lens, seed=3)
+        nch = max(-(-n // 16) for n in lens)
+        for np_ in (1, 2):
+            base = "probe_producer" if np_ == 2 else "p1_probe_producer"
+            row = dict(shape=f"H{H} {len(lens)}x{lens[0]}", producers=np_)
+            for name in [base] + [f"p{np_}_producer_no_{st}" for st in STAGES]:
+                ms = do_bench(lambda: run_fused(name, d, poison=False), warmup=10, rep=100, return_mode="median")
+                row[name.split("producer")[-1] or "all"] = round(ms * 1e3 / nch, 3)  # us per chunk
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            with open(OUT / "fused_attrib.jsonl", "a") as f:
+                f.write(json.dumps(row) + "\n")
+    print("producer us/chunk with one stage left out")
+    for row in rows:
+        print(row)
 
 
 def ncu():
@@ -374,6 +402,8 @@ def main():
                  "p1_varlen_h0f32_ht", "p1_probe_producer"}
     if "peers" in parts:
         need |= {"varlen_h0f32_ht", "varlen_h0f32_ht_fast"}
+    if "attrib" in parts:
+        need |= {"probe_producer", "p1_probe_producer"} | {n for n in VARIANTS if "_no_" in n}
     if "ncu" in parts:
         need |= set(NCU_NAMES)
     prewarm(sorted(need))

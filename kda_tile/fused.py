@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import tilelang.language as T
+from tilelang.layout import make_swizzled_layout
 
 from . import _math, _tir
 
@@ -55,7 +56,8 @@ class FusedConfig:
     # verification
     bank_conflict_budget: int = 8
     # Measurement only, never released: "chain" skips the producers' work (the consumers run on
-    # a zeroed ring), "producer" skips the consumers' chain.
+    # a zeroed ring), "producer" skips the consumers' chain; "producer-no_<stage>" also skips one
+    # producer stage (norm, column, lm, inverse, wu) to attribute its time.
     probe: str = ""
 
     @property
@@ -135,12 +137,12 @@ def build_fused(cfg: FusedConfig):
             T.copy(h0[n, h, w * BV:(w + 1) * BV, :], St)
         else:
             T.clear(St)
-        if cfg.probe == "producer":
+        if cfg.probe.startswith("producer"):
             for c in T.serial(nch):
                 T.barrier_wait(ring_full[c % S], (c // S) % 2)
                 T.barrier_arrive(ring_empty[c % S])
         # (the probe keeps the chain in the IR, never run, so that its layouts are inferred)
-        for c in T.serial(T.if_then_else(scale < 0.0, nch, 0) if cfg.probe == "producer" else nch):
+        for c in T.serial(T.if_then_else(scale < 0.0, nch, 0) if cfg.probe.startswith("producer") else nch):
             s = c % S
             T.barrier_wait(ring_full[s], (c // S) % 2)
             T.copy(St, Sh)
@@ -163,11 +165,85 @@ def build_fused(cfg: FusedConfig):
             T.copy(St, ht[n, h, w * BV:(w + 1) * BV, :])
 
     @T.macro
+    def norms(q_s, k_s, x, ln, scale, sq, nrm, rq_s, rk_s):
+        for rr, e in T.Parallel(C, K):
+            sq[rr, e] = T.if_then_else(rr < ln, T.Cast(f32, q_s[x, rr, e]) * T.Cast(f32, q_s[x, rr, e]), 0.0)
+        T.reduce_sum(sq, nrm, dim=1)
+        for rr in T.Parallel(C):
+            rq_s[rr] = _math.rsqrt(nrm[rr] + 1e-6, fast) * scale
+        for rr, e in T.Parallel(C, K):
+            sq[rr, e] = T.if_then_else(rr < ln, T.Cast(f32, k_s[x, rr, e]) * T.Cast(f32, k_s[x, rr, e]), 0.0)
+        T.reduce_sum(sq, nrm, dim=1)
+        for rr in T.Parallel(C):
+            rk_s[rr] = _math.rsqrt(nrm[rr] + 1e-6, fast)
+
+    @T.macro
+    def column_pass(x, s, r, c0, valid, rkr, rqr, a_h, lower_bound, dtb, q_s, k_s, g_s, v_s,
+                    qd_r, kr_r, gC_r, kq_b, ki_b, KV_h, G, ep, en, gc, qv, kv, vv):
+        # This thread's row and 16 columns: a column's 16 values sit in the 16 lanes of a
+        # half-warp, so the cumsum over rows is a shuffle scan.
+        for half in T.unroll(2):
+            cc = c0 + half * 8
+            for i in T.vectorized(8):
+                qv[i] = q_s[x, r, cc + i]
+            for i in T.vectorized(8):
+                kv[i] = k_s[x, r, cc + i]
+            for i in T.vectorized(8):
+                vv[i] = v_s[x, r, cc + i]
+            for i in T.unroll(8):
+                G[i] = T.if_then_else(
+                    valid,
+                    lower_bound * _math.LOG2E * _math.sigmoid_rcp(
+                        a_h * (T.Cast(f32, g_s[x, r, cc + i]) + dtb[half * 8 + i]), fast),
+                    0.0)
+            for i in T.unroll(8):
+                for sh in T.unroll(4):
+                    up = T.shfl_up(G[i], 1 << sh, 16)
+                    G[i] = T.if_then_else(r >= (1 << sh), G[i] + up, G[i])
+            for i in T.unroll(8):
+                ep[i] = _math.ex2(G[i], fast)
+                en[i] = _math.ex2(-G[i], fast)
+                gc[i] = T.shfl_sync(ep[i], 15, 16)
+            for i in T.vectorized(8):
+                kq_b[r, cc + i] = T.Cast(bf, T.if_then_else(valid, T.Cast(f32, kv[i]) * rkr, 0.0) * ep[i])
+            for i in T.vectorized(8):
+                kq_b[C + r, cc + i] = T.Cast(bf, T.if_then_else(valid, T.Cast(f32, qv[i]) * rqr, 0.0) * ep[i])
+            for i in T.vectorized(8):
+                ki_b[r, cc + i] = T.Cast(bf, T.if_then_else(valid, T.Cast(f32, kv[i]) * rkr, 0.0) * en[i])
+            for i in T.vectorized(8):
+                qd_r[s, r, cc + i] = T.Cast(op, T.if_then_else(valid, T.Cast(f32, qv[i]) * rqr, 0.0) * ep[i])
+            for i in T.vectorized(8):
+                kr_r[s, r, cc + i] = T.Cast(
+                    op, T.if_then_else(valid, T.Cast(f32, kv[i]) * rkr, 0.0) * en[i] * gc[i])
+            for i in T.vectorized(8):
+                KV_h[r, cc + i] = T.Cast(op, T.if_then_else(valid, T.Cast(f32, kv[i]) * rkr, 0.0) * ep[i])
+            for i in T.vectorized(8):
+                KV_h[r, K + cc + i] = T.Cast(op, T.if_then_else(valid, T.Cast(f32, vv[i]), 0.0))
+            if r == 0:
+                for i in T.vectorized(8):
+                    gC_r[s, cc + i] = gc[i]
+
+    @T.macro
+    def inverse(p, L_s, beta_s, Ab_h, acc):
+        # A = (I + L)^-1, column p by right-looking forward substitution in fp32;
+        # Ab = A diag(beta) goes to the mma in fp16.
+        if p < C:
+            for i in T.unroll(C):
+                acc[i] = 0.0
+            for i in T.unroll(C):
+                xi = T.if_then_else(i == p, 1.0, T.if_then_else(i > p, -acc[i], 0.0))
+                for rr in T.unroll(C):
+                    if rr > i:
+                        acc[rr] = acc[rr] + L_s[rr, i] * xi
+                Ab_h[i, p] = T.Cast(op, xi * beta_s[p])
+
+    @T.macro
     def producer(kp, tx, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, b, h, t0, seqlen, nch,
                  q_s, k_s, g_s, v_s, load_full, ring_full, ring_empty, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r,
                  beta_s, rq_s, rk_s, kq_b, ki_b, KV_h, L_s, Ab_h, sq, nrm, LM, WU,
                  G, ep, en, gc, dtb, qv, kv, vv, bnext):
         T.set_max_nreg(preg, 0)
+        skip = set(cfg.probe.split("-")[1:])
         p = tx - (2 + kp) * WARPGROUP
         # This thread's row and 16 columns in the column pass: a row's 16 values of one
         # column sit in the 16 lanes of a half-warp, so the cumsum is a shuffle scan.
@@ -210,89 +286,38 @@ def build_fused(cfg: FusedConfig):
                 bnext[0] = beta[b, T.min(tc + NP * C + p, Tn - 1), h]
             T.barrier_wait(load_full[x], (c // R) % 2)
             # row norms of q and k
-            for rr, e in T.Parallel(C, K):
-                sq[rr, e] = T.if_then_else(rr < ln, T.Cast(f32, q_s[x, rr, e]) * T.Cast(f32, q_s[x, rr, e]), 0.0)
-            T.reduce_sum(sq, nrm, dim=1)
-            for rr in T.Parallel(C):
-                rq_s[rr] = _math.rsqrt(nrm[rr] + 1e-6, fast) * scale
-            for rr, e in T.Parallel(C, K):
-                sq[rr, e] = T.if_then_else(rr < ln, T.Cast(f32, k_s[x, rr, e]) * T.Cast(f32, k_s[x, rr, e]), 0.0)
-            T.reduce_sum(sq, nrm, dim=1)
-            for rr in T.Parallel(C):
-                rk_s[rr] = _math.rsqrt(nrm[rr] + 1e-6, fast)
+            if "no_norm" not in skip or scale < 0.0:
+                norms(q_s, k_s, x, ln, scale, sq, nrm, rq_s, rk_s)
             # the ring slot must be free before this chunk writes it
             T.barrier_wait(ring_empty[s], (c // S + 1) % 2)
             valid = r < ln
             rkr = rk_s[r]
             rqr = rq_s[r]
-            for half in T.unroll(2):
-                cc = c0 + half * 8
-                for i in T.vectorized(8):
-                    qv[i] = q_s[x, r, cc + i]
-                for i in T.vectorized(8):
-                    kv[i] = k_s[x, r, cc + i]
-                for i in T.vectorized(8):
-                    vv[i] = v_s[x, r, cc + i]
-                for i in T.unroll(8):
-                    G[i] = T.if_then_else(
-                        valid,
-                        lower_bound * _math.LOG2E * _math.sigmoid_rcp(
-                            a_h * (T.Cast(f32, g_s[x, r, cc + i]) + dtb[half * 8 + i]), fast),
-                        0.0)
-                for i in T.unroll(8):
-                    for sh in T.unroll(4):
-                        up = T.shfl_up(G[i], 1 << sh, 16)
-                        G[i] = T.if_then_else(r >= (1 << sh), G[i] + up, G[i])
-                for i in T.unroll(8):
-                    ep[i] = _math.ex2(G[i], fast)
-                    en[i] = _math.ex2(-G[i], fast)
-                    gc[i] = T.shfl_sync(ep[i], 15, 16)
-                for i in T.vectorized(8):
-                    kq_b[r, cc + i] = T.Cast(bf, T.if_then_else(valid, T.Cast(f32, kv[i]) * rkr, 0.0) * ep[i])
-                for i in T.vectorized(8):
-                    kq_b[C + r, cc + i] = T.Cast(bf, T.if_then_else(valid, T.Cast(f32, qv[i]) * rqr, 0.0) * ep[i])
-                for i in T.vectorized(8):
-                    ki_b[r, cc + i] = T.Cast(bf, T.if_then_else(valid, T.Cast(f32, kv[i]) * rkr, 0.0) * en[i])
-                for i in T.vectorized(8):
-                    qd_r[s, r, cc + i] = T.Cast(op, T.if_then_else(valid, T.Cast(f32, qv[i]) * rqr, 0.0) * ep[i])
-                for i in T.vectorized(8):
-                    kr_r[s, r, cc + i] = T.Cast(
-                        op, T.if_then_else(valid, T.Cast(f32, kv[i]) * rkr, 0.0) * en[i] * gc[i])
-                for i in T.vectorized(8):
-                    KV_h[r, cc + i] = T.Cast(op, T.if_then_else(valid, T.Cast(f32, kv[i]) * rkr, 0.0) * ep[i])
-                for i in T.vectorized(8):
-                    KV_h[r, K + cc + i] = T.Cast(op, T.if_then_else(valid, T.Cast(f32, vv[i]), 0.0))
-                if r == 0:
-                    for i in T.vectorized(8):
-                        gC_r[s, cc + i] = gc[i]
-            T.gemm(kq_b, ki_b, LM, transpose_B=True, clear_accum=True)
+            if "no_column" not in skip or scale < 0.0:
+                column_pass(x, s, r, c0, valid, rkr, rqr, a_h, lower_bound, dtb, q_s, k_s, g_s, v_s,
+                            qd_r, kr_r, gC_r, kq_b, ki_b, KV_h, G, ep, en, gc, qv, kv, vv)
+            if "no_lm" not in skip or scale < 0.0:
+                T.gemm(kq_b, ki_b, LM, transpose_B=True, clear_accum=True)
             # every thread of this producer is past its last read of raw slot x: refill it
             if p < 32:
                 if c + R < nch:
                     load(q, k, g, v, q_s, k_s, g_s, v_s, load_full, b, tc + R * C, h, x)
-            for rr, j in T.Parallel(2 * C, C):
-                if rr < C:
-                    L_s[rr, j] = T.if_then_else(rr > j, LM[rr, j] * beta_s[rr], 0.0)
-                else:
-                    Mqk_r[s, rr - C, j] = T.Cast(op, T.if_then_else(rr - C >= j, LM[rr, j], 0.0))
-            # A = (I + L)^-1, column p by right-looking forward substitution in fp32;
-            # Ab = A diag(beta) goes to the mma in fp16.
-            if p < C:
-                for i in T.unroll(C):
-                    G[i] = 0.0
-                for i in T.unroll(C):
-                    xi = T.if_then_else(i == p, 1.0, T.if_then_else(i > p, -G[i], 0.0))
-                    for rr in T.unroll(C):
-                        if rr > i:
-                            G[rr] = G[rr] + L_s[rr, i] * xi
-                    Ab_h[i, p] = T.Cast(op, xi * beta_s[p])
-            T.gemm(Ab_h, KV_h, WU, clear_accum=True)
-            # Two loops: one if/else loop over both halves is vectorized by TileLang 0.1.15 into
-            # unconditional stores to both buffers (caught by verify's bounds.shared).
-            for rr, n in T.Parallel(C, K):
-                Wk_r[s, rr, n] = T.Cast(op, WU[rr, n])
-            for rr, n in T.Parallel(C, V):
-                U0_r[s, rr, n] = T.Cast(op, WU[rr, K + n])
+            if "no_lm" not in skip or scale < 0.0:
+                for rr, j in T.Parallel(2 * C, C):
+                    if rr < C:
+                        L_s[rr, j] = T.if_then_else(rr > j, LM[rr, j] * beta_s[rr], 0.0)
+                    else:
+                        Mqk_r[s, rr - C, j] = T.Cast(op, T.if_then_else(rr - C >= j, LM[rr, j], 0.0))
+            if "no_inverse" not in skip or scale < 0.0:
+                inverse(p, L_s, beta_s, Ab_h, G)
+            if "no_wu" not in skip or scale < 0.0:
+                T.gemm(Ab_h, KV_h, WU, clear_accum=True)
+                # Two loops: one if/else loop over both halves is vectorized by TileLang 0.1.15 into
+                # unconditional stores to both buffers (caught by verify's bounds.shared).
+                for rr, n in T.Parallel(C, K):
+                    Wk_r[s, rr, n] = T.Cast(op, WU[rr, n])
+                for rr, n in T.Parallel(C, V):
+                    U0_r[s, rr, n] = T.Cast(op, WU[rr, K + n])
             T.fence_proxy_async()
             T.barrier_arrive(ring_full[s])
 
@@ -364,6 +389,9 @@ def build_fused(cfg: FusedConfig):
             bnext = T.alloc_local((1,), bf)
 
             T.import_source(_math.ACCURATE_SOURCE + (_math.FAST_SOURCE if fast else ""))
+            # The column pass reads 16 rows of one column group in the 16 lanes of a half-warp:
+            # unswizzled 256-byte rows put all 16 in one bank group (16-way conflicts).
+            T.annotate_layout({buf: make_swizzled_layout(buf) for buf in (q_s, k_s, g_s, v_s)})
 
             # This program's sequence: tokens [t0, t0 + seqlen) of batch row b. Clamped so that
             # any cu_seqlens contents stay inside the buffers.
