@@ -72,7 +72,7 @@ case "$mode" in
       > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -25 ;;
   bench)
-    timeout 330 python bench/bench_peers.py --out "$OUT" > "$OUT/bench.log" 2>&1; tail -18 "$OUT/bench.log"
+    timeout 540 python bench/bench_peers.py --out "$OUT" > "$OUT/bench.log" 2>&1; tail -30 "$OUT/bench.log"
     timeout 120 python bench/host_overhead.py > "$OUT/host.log" 2>&1; tail -25 "$OUT/host.log"
     timeout 120 python bench/variants.py --out "$OUT" > "$OUT/variants.log" 2>&1; tail -12 "$OUT/variants.log" ;;
 esac
