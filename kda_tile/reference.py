@@ -5,6 +5,8 @@ Pure torch, on whatever device the inputs live; everything is computed in float6
 - `gate`            the per-channel natural-log decay g for the three gate kinds.
 - `kda_recurrent`   the exact token-by-token recurrence: the ground truth.
 - `kda_chunked`     the chunked algorithm (C = 16) the kernels implement.
+- `segment_maps`    the sequence split's pass A: each segment's affine map S_end = M S_start + B.
+- `kda_segmented`   the sequence split: pass A, an fp64 scan over segments, pass C.
 - `chunk_workspace` the per-chunk quantities K1 writes (kd, qd, kr, Ab, Mqk, gC), in K1's layout.
 - `rel_err`         ||out - ref|| / ||ref||, the project's accuracy measure.
 - `random_inputs`   random test inputs in the kernel's dtypes.
@@ -224,6 +226,85 @@ def kda_chunked(q, k, v, g, beta, *, gate_kind="safe", A_log=None, dt_bias=None,
         o.index_copy_(0, idx[:, c].reshape(-1), out)
     o = o[:tk.dummy].reshape(tk.B, tk.T, H, V)
     return o, (_final_state(S, N, H, K, V) if output_final_state else None)
+
+
+def _segments(B, T, cu_seqlens, segment_chunks, chunk, device):
+    """Splits every sequence into segments of `segment_chunks` chunks (the last may be shorter).
+    Returns (cu of all segments over the flattened (B, T) tokens, the owning sequence of each
+    segment, and each sequence's number of segments)."""
+    if cu_seqlens is None:
+        cu = torch.arange(B + 1, dtype=torch.int64) * T
+    else:
+        cu = torch.as_tensor(cu_seqlens, dtype=torch.int64).cpu()
+    step = segment_chunks * chunk
+    bounds, owner, counts = [0], [], []
+    for n in range(cu.numel() - 1):
+        t0, t1 = int(cu[n]), int(cu[n + 1])
+        cuts = list(range(t0 + step, t1, step)) + [t1]
+        if t1 == t0:
+            cuts = [t1]  # an empty sequence still owns one (empty) segment: its state passes through
+        bounds += cuts
+        owner += [n] * len(cuts)
+        counts.append(len(cuts))
+    return torch.tensor(bounds, dtype=torch.int64, device=device), owner, counts
+
+
+def _flat(x):
+    return x.reshape(1, x.shape[0] * x.shape[1], *x.shape[2:])
+
+
+def segment_maps(q, k, v, g, beta, *, segment_chunks, gate_kind="safe", A_log=None, dt_bias=None,
+                 lower_bound=-5.0, scale=None, cu_seqlens=None, use_qk_l2norm=True, use_beta_sigmoid=True,
+                 chunk=CHUNK):
+    """Pass A of the sequence split: every sequence is cut into segments of `segment_chunks` chunks,
+    and each segment's chunk maps compose into one affine map of the state, S_end = M S_start + B.
+    It is computed as the kernels will: the chunked recurrence on a state widened by K columns,
+    started from [0 | I], with v = 0 on the extra columns; its final state is [B | M].
+
+    Returns (M [NSEG, H, K, K], B [NSEG, H, K, V], owner: the sequence of each segment, counts:
+    the segments of each sequence), in float64, S kept as K x V."""
+    Bt, T, H, K = q.shape
+    V = v.shape[-1]
+    cu_seg, owner, counts = _segments(Bt, T, cu_seqlens, segment_chunks, chunk, q.device)
+    nseg = cu_seg.numel() - 1
+    v_ext = torch.cat([v.to(F64), v.new_zeros(*v.shape[:-1], K).to(F64)], -1)
+    s0 = torch.zeros(nseg, H, V + K, K, dtype=F64, device=q.device)  # S^T of [0 | I]
+    s0[:, :, V:, :] = torch.eye(K, dtype=F64, device=q.device)
+    _, fin = kda_chunked(_flat(q), _flat(k), _flat(v_ext), _flat(g), _flat(beta), gate_kind=gate_kind, A_log=A_log,
+                         dt_bias=dt_bias, lower_bound=lower_bound, scale=scale, initial_state=s0,
+                         output_final_state=True, cu_seqlens=cu_seg, use_qk_l2norm=use_qk_l2norm,
+                         use_beta_sigmoid=use_beta_sigmoid, chunk=chunk)
+    S_end = fin.transpose(-1, -2)  # [NSEG, H, K, V + K]
+    return S_end[..., V:], S_end[..., :V], owner, counts
+
+
+def kda_segmented(q, k, v, g, beta, *, segment_chunks, gate_kind="safe", A_log=None, dt_bias=None,
+                  lower_bound=-5.0, scale=None, initial_state=None, output_final_state=False,
+                  cu_seqlens=None, use_qk_l2norm=True, use_beta_sigmoid=True, chunk=CHUNK):
+    """The sequence split (KDA.md section 3), exact: pass A gives every segment's map (M, B); a
+    scan S_{i+1} = M_i S_i + B_i over the segments of each sequence gives every segment's start
+    state; pass C is the chunked forward of each segment from its start state. Same arguments and
+    results as `kda_chunked`, plus `segment_chunks`."""
+    Bt, T, H, K = q.shape
+    V = v.shape[-1]
+    act = dict(gate_kind=gate_kind, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, scale=scale,
+               use_qk_l2norm=use_qk_l2norm, use_beta_sigmoid=use_beta_sigmoid, chunk=chunk)
+    M, Bm, owner, counts = segment_maps(q, k, v, g, beta, segment_chunks=segment_chunks, cu_seqlens=cu_seqlens,
+                                        **act)
+    N = len(counts)
+    S = _initial_state(initial_state, N, H, K, V, q.device).reshape(N, H, K, V)
+    starts = torch.empty(len(owner), H, K, V, dtype=F64, device=q.device)
+    i = 0
+    for n in range(N):
+        for _ in range(counts[n]):
+            starts[i] = S[n]
+            S[n] = M[i] @ S[n] + Bm[i]
+            i += 1
+    cu_seg, _, _ = _segments(Bt, T, cu_seqlens, segment_chunks, chunk, q.device)
+    o, _ = kda_chunked(_flat(q), _flat(k), _flat(v), _flat(g), _flat(beta), initial_state=starts.transpose(-1, -2),
+                       output_final_state=False, cu_seqlens=cu_seg, **act)
+    final = S.transpose(-1, -2).contiguous() if output_final_state else None
+    return o.reshape(Bt, T, H, V), final
 
 
 def chunk_workspace(q, k, g, beta, *, gate_kind="safe", A_log=None, dt_bias=None, lower_bound=-5.0,

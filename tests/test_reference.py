@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kda_tile.reference import (chunk_workspace, gate, kda_chunked, kda_recurrent, random_inputs,
-                                rel_err)
+from kda_tile.reference import (chunk_workspace, gate, kda_chunked, kda_recurrent, kda_segmented, random_inputs,
+                                rel_err, segment_maps)
 
 TOL = 1e-10
 
@@ -321,3 +321,29 @@ def test_cuda_matches_cpu():
     assert ws["kd"].device.type == "cuda"
     x = random_inputs(1, 64, 2, device="cuda", seed=0, state_dtype=torch.float32)
     assert all(t.device.type == "cuda" for t in x.values() if isinstance(t, torch.Tensor))
+
+
+@pytest.mark.parametrize("segment_chunks", [1, 2, 5])
+@pytest.mark.parametrize("cu", [None, [0, 1, 1, 17, 40, 100, 137]], ids=["fixed", "varlen"])
+@pytest.mark.parametrize("state", [None, torch.float32], ids=["h0none", "h0f32"])
+def test_sequence_split_equals_recurrence(segment_chunks, cu, state):
+    B, T = (2, 90) if cu is None else (1, cu[-1])
+    args, kw = make_case(B=B, T=T, H=2, K=16, V=12, seed=5 + segment_chunks, state_dtype=state,
+                         cu_seqlens=None if cu is None else torch.tensor(cu))
+    o_ref, s_ref = kda_recurrent(*args, **kw)
+    o, s = kda_segmented(*args, segment_chunks=segment_chunks, **kw)
+    assert rel_err(o, o_ref) <= TOL and rel_err(s, s_ref) <= TOL
+
+
+def test_segment_maps_move_any_start_state():
+    """M and B are the segment's whole effect: from any start state, M S + B is the end state."""
+    args, kw = make_case(B=1, T=70, H=2, K=16, V=12, seed=9, state_dtype=None)
+    kw.pop("initial_state"), kw.pop("output_final_state")
+    M, Bm, owner, counts = segment_maps(*args, segment_chunks=2, **kw)
+    assert counts == [3] and owner == [0, 0, 0] and M.shape == (3, 2, 16, 16) and Bm.shape == (3, 2, 16, 12)
+    S0 = torch.randn(1, 2, 12, 16, dtype=torch.float64)  # [N, H, V, K]: S^T
+    _, s_ref = kda_recurrent(*args, initial_state=S0, output_final_state=True, **kw)
+    S = S0[0].transpose(-1, -2)
+    for i in range(3):
+        S = M[i] @ S + Bm[i]
+    assert rel_err(S.transpose(-1, -2), s_ref[0]) <= TOL
