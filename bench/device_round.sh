@@ -7,6 +7,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh matrix  # the GPU correctness matrix alone
 #   source .devbundle/activate.sh && bash bench/device_round.sh fused   # chain micro-benchmark, fused kernel checks and times
 #   source .devbundle/activate.sh && bash bench/device_round.sh fusedpeers  # peers' call modes, fused ncu counters
+#   source .devbundle/activate.sh && bash bench/device_round.sh attrib  # fused producer stage attribution, ncu stalls
+#   source .devbundle/activate.sh && bash bench/device_round.sh integration  # custom op, compile, graphs, fla backend
 set -uo pipefail
 mode=${1:-tests}
 OUT=${OUT:-/tmp/kda-out}; mkdir -p "$OUT"
@@ -39,6 +41,10 @@ case "$mode" in
     timeout 150 ncu --clock-control none --profile-from-start off --csv --section WarpStateStats --section SchedulerStats \
       --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
       python bench/fused_round.py ncu > "$OUT/ncu_stalls.csv" 2> "$OUT/ncu.err"; tail -2 "$OUT/ncu.err"; wc -l "$OUT/ncu_stalls.csv" ;;
+  integration)
+    # torch.compile / CUDA graphs through the custom op, the fla backend on vs off, argument errors
+    timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py > "$OUT/pytest_integration.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_integration.log" | tail -25 ;;
   chain)
     timeout 150 python bench/chain_step.py > "$OUT/chain_step.log" 2>&1; tail -8 "$OUT/chain_step.log" ;;
   fusedpeers)
