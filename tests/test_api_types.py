@@ -8,6 +8,12 @@ from kda_tile import api
 from kda_tile.reference import random_inputs
 
 
+@pytest.fixture(autouse=True)
+def _fresh_dispatch(monkeypatch):
+    # kda_prefill caches its dispatch per process; keep these calls out of other tests' way.
+    monkeypatch.setattr(api, "_ENTRIES", {})
+
+
 @pytest.fixture(scope="module")
 def x():
     return random_inputs(1, 32, 2, seed=0)
