@@ -89,8 +89,13 @@ def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=No
     then the generated entry's argument checks. `device` names the device the tensors must
     share (default: a CUDA device), so the rules can be exercised on the CPU."""
     k1, k2 = _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+    if device is not None:
+        try:
+            device = torch.device(device).type
+        except (RuntimeError, TypeError):
+            raise ValueError(f"device: expected a torch device or device string, got {device!r}") from None
     entry = _gated_entry(k1, k2)
-    kw = {} if device is None else {"expect_device": str(device)}
+    kw = {} if device is None else {"expect_device": device}
     return entry.validate_only(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
                                validate=validate, **kw)
 
@@ -104,14 +109,59 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
     initial_state: [N, H, V, K] fp32 or bf16; cu_seqlens: [N + 1] int64 with B == 1.
     Returns (o [B, T, H, V] bf16, final_state [N, H, V, K] or None); final_state's dtype
     follows initial_state (fp32 without one).
+
+    Under torch.compile the call is recorded as the custom op torch.ops.kda_tile.prefill
+    (kda_tile.ops), with a fake implementation from the same shape rules.
     """
+    if torch.compiler.is_compiling():
+        from . import ops  # noqa: F401  (registers the op)
+        o, ht = torch.ops.kda_tile.prefill(q, k, v, g, beta, A_log, dt_bias, float(lower_bound), scale,
+                                           initial_state, bool(output_final_state), cu_seqlens, bool(fast_math))
+        return o, (ht if output_final_state else None)
+    return kda_prefill_eager(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, scale=scale,
+                             initial_state=initial_state, output_final_state=output_final_state,
+                             cu_seqlens=cu_seqlens, fast_math=fast_math)
+
+
+def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None,
+                      initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False):
+    """kda_prefill without the torch.compile hook: what the custom op runs on CUDA."""
+    if fast_math is not True and fast_math is not False:
+        raise TypeError(f"fast_math: expected a bool, got {type(fast_math).__name__} {fast_math!r}")
+    if output_final_state is not True and output_final_state is not False:
+        raise TypeError(f"output_final_state: expected a bool, got {type(output_final_state).__name__} "
+                        f"{output_final_state!r}")
+    if torch.is_grad_enabled():
+        _no_grad_inputs(q, k, v, g, beta, A_log, dt_bias, initial_state)
     try:  # the steady-state path: ~1 us of Python before the one call into the entry
         narrow = (q.shape[0] if cu_seqlens is None else cu_seqlens.shape[0] - 1) * q.shape[2] < _NARROW_ROWS
         fn = _ENTRIES[cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
                       output_final_state, narrow]
     except (KeyError, AttributeError, IndexError, TypeError):
         fn = _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
-    return fn(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale)
+    try:
+        return fn(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale)
+    except RuntimeError:
+        _device_types(q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu_seqlens,
+                      initial_state=initial_state)
+        raise
+
+
+_TENSOR_ARGS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")
+
+
+def _no_grad_inputs(*tensors):
+    for name, t in zip(_TENSOR_ARGS, tensors):
+        if getattr(t, "requires_grad", False):
+            raise RuntimeError(f"{name}: kda_tile has no backward yet, got a tensor that requires grad under grad "
+                               f"mode (call under torch.no_grad() or torch.inference_mode(), or pass {name}.detach())")
+
+
+def _device_types(**tensors):
+    """Names the argument behind an error the entry could only raise from C++ (meta tensors)."""
+    for name, t in tensors.items():
+        if isinstance(t, torch.Tensor) and t.device.type != "cuda":
+            raise ValueError(f"{name}: expected a cuda tensor, got device {t.device}") from None
 
 
 def _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math):

@@ -13,6 +13,8 @@ def manifest(tmp_path, monkeypatch):
     path = tmp_path / "manifest.json"
     monkeypatch.setattr(gate, "MANIFEST", path)
     monkeypatch.setattr(gate, "_checked", {})
+    from kda_tile import api
+    monkeypatch.setattr(api, "_ENTRIES", {})  # a dispatch cached by an earlier test skips the gate
     monkeypatch.delenv("KDA_TILE_ALLOW_UNVERIFIED", raising=False)
     return path
 
