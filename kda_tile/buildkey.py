@@ -48,28 +48,12 @@ def module_file(module: str, root: Path = None):
     return None
 
 
-# Import statements, found by text first (parsing whole kernel files costs more than the
-# rest of a warm first call): every "import ..." / "from ... import (...)" line at any
-# indentation, then each one parsed alone. Text that only looks like an import (inside a
-# string) adds a module or fails to parse and is skipped: either way the key covers more.
-_IMPORT_RE = re.compile(r"^[ \t]*(?:from[ \t]+[.\w]+[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)",
-                        re.M)
-
-
-def _import_nodes(text: str):
-    for m in _IMPORT_RE.finditer(text):
-        stmt = m.group(0).strip().split("#")[0].rstrip().rstrip("\\")
-        try:
-            yield from ast.parse(stmt).body
-        except SyntaxError:
-            continue
-
-
 def _imported_modules(path: Path, module: str, root: Path) -> set:
     """The `kda_tile` modules one file imports, anywhere in it (function bodies included)."""
     is_pkg = path.name == "__init__.py"
     out = set()
-    for node in _import_nodes(path.read_text(encoding="utf-8")):
+    tree = ast.parse(path.read_bytes(), filename=str(path))   # ~3 ms for the largest kernel module
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name == PACKAGE or a.name.startswith(PACKAGE + "."):

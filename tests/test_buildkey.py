@@ -146,9 +146,11 @@ def test_artifact_bound_to_another_ir_is_refused(manifest):
         gate.check_artifact(K1, proved, "b" * 64)
 
 
-def test_text_scan_finds_the_imports_a_full_parse_finds():
-    import ast
-    for f in sorted(buildkey.PACKAGE_DIR.glob("*.py")):
-        text = f.read_text(encoding="utf-8")
-        full = sorted(ast.dump(n) for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.Import, ast.ImportFrom)))
-        assert sorted(ast.dump(n) for n in buildkey._import_nodes(text)) == full, f.name
+def test_imports_in_function_bodies_count_and_text_in_strings_does_not(manifest, package_copy):
+    f = package_copy / "k2_recurrence.py"
+    f.write_text(f.read_text() + '\n"""import kda_tile.reference"""\n')
+    buildkey._cached.cache_clear()
+    assert "kda_tile/reference.py" not in buildkey.key_inputs(K2)["sources"]
+    f.write_text(f.read_text() + "\n\ndef _later():\n    from .reference import CHUNK  # noqa\n    return CHUNK\n")
+    buildkey._cached.cache_clear()
+    assert "kda_tile/reference.py" in buildkey.key_inputs(K2)["sources"]
