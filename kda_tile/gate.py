@@ -30,11 +30,19 @@ class UnverifiedBuildError(RuntimeError):
     pass
 
 
+_parsed: list = [None, None]   # (bytes, parsed manifest) of the last read
+
+
 def load_manifest() -> dict:
+    """The manifest, parsed again only when its bytes changed (a further configuration's gate
+    then costs a file read and a few source hashes). Do not mutate the result."""
     try:
-        return json.loads(MANIFEST.read_text())
+        data = MANIFEST.read_bytes()
     except FileNotFoundError:
         return {"builds": {}}
+    if data != _parsed[0]:
+        _parsed[:] = [data, json.loads(data)]
+    return _parsed[1]
 
 
 def _refuse(build_name: str, problem: str) -> None:
