@@ -125,3 +125,20 @@ def test_write_refuses_directly(tmp_path):
     with pytest.raises(manifest.NotWritten, match="failed"):
         manifest.write(builds, [_report(b.name, FAILED) for b in builds], path)
     assert path.read_text() == "original\n"
+
+
+def test_check_manifest_reports_each_build(shipped, monkeypatch, capsys):
+    recs = json.loads(shipped.read_text())["builds"]
+
+    def run_parallel(fn, specs, jobs, on_result=None):
+        names = specs()
+        out = [(n, recs[n]["ir_hash"] if n != NAMES[3] else "d" * 64, 0.1) for n in names]
+        for i, r in enumerate(out):
+            on_result(r, i + 1, len(out))
+        return out
+    monkeypatch.setattr(cli, "run_parallel", run_parallel)
+    assert cli.main(["--check-manifest"]) == 1
+    out = capsys.readouterr().out
+    assert f"{NAMES[0]} " in out and "matches its record" in out
+    assert f"{NAMES[3]} " in out and "DIFFERS from its record" in out
+    assert f"{NAMES[3]}: IR hash" in out and "dddddddddddd lowered now" in out

@@ -110,9 +110,17 @@ def cmd_check_manifest(args) -> int:
         names.extend(b.name for b in registry.RELEASED)
         keys.update(manifest.gate_keys(registry.RELEASED))
         return names
-    results = run_parallel(_hash_work, specs, args.jobs)
+    doc = manifest.load()
+
+    def progress(result, done, total):
+        name, h, secs = result
+        rec = doc.get("builds", {}).get(name, {})
+        same = rec.get("ir_hash") == h and rec.get("gate_key") == keys.get(name)
+        print(f"[{done:{len(str(total))}d}/{total}] {name:44s} lowered in {secs:5.1f} s  "
+              f"{'matches its record' if same else 'DIFFERS from its record'}", flush=True)
+    results = run_parallel(_hash_work, specs, args.jobs, on_result=progress)
     hashes = {n: h for n, h, _ in results}
-    problems = manifest.stale(manifest.load(), hashes, keys)
+    problems = manifest.stale(doc, hashes, keys)
     wall = time.perf_counter() - t0
     if problems:
         print("kda_tile/manifest.json is stale; run `python -m verify` and commit the result:")
@@ -138,6 +146,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     from .jobs import single_threaded
     single_threaded()
+    if os.environ.get("KDA_VERIFY_TIMEOUT_MS"):
+        print("kda-verify: KDA_VERIFY_TIMEOUT_MS is no longer read: queries have a deterministic Z3 resource "
+              "limit instead (KDA_VERIFY_RLIMIT)", file=sys.stderr)
     if args.check_manifest:
         return cmd_check_manifest(args)
     return cmd_verify(args)
