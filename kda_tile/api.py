@@ -101,7 +101,8 @@ def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=No
 
 
 def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None,
-                initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False):
+                initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False,
+                out=None, final_state_out=None):
     """KDA forward with the safe gate, in-kernel q/k L2 norm and beta sigmoid.
 
     q, k, g: [B, T, H, 128] bf16; v: [B, T, H, 128] bf16; beta: [B, T, H] bf16 (logits);
@@ -110,21 +111,28 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
     Returns (o [B, T, H, V] bf16, final_state [N, H, V, K] or None); final_state's dtype
     follows initial_state (fp32 without one).
 
+    out, final_state_out: optional caller-provided outputs, written in place and returned. They are
+    checked like the inputs (shape, dtype, device, strides, alignment, no overlap with any input);
+    final_state_out needs output_final_state=True.
+
     Under torch.compile the call is recorded as the custom op torch.ops.kda_tile.prefill
     (kda_tile.ops), with a fake implementation from the same shape rules.
     """
     if torch.compiler.is_compiling():
+        if out is not None or final_state_out is not None:
+            raise ValueError("out, final_state_out: not supported under torch.compile (the op returns fresh outputs)")
         from . import ops  # noqa: F401  (registers the op)
         o, ht = torch.ops.kda_tile.prefill(q, k, v, g, beta, A_log, dt_bias, float(lower_bound), scale,
                                            initial_state, bool(output_final_state), cu_seqlens, bool(fast_math))
         return o, (ht if output_final_state else None)
     return kda_prefill_eager(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, scale=scale,
                              initial_state=initial_state, output_final_state=output_final_state,
-                             cu_seqlens=cu_seqlens, fast_math=fast_math)
+                             cu_seqlens=cu_seqlens, fast_math=fast_math, out=out, final_state_out=final_state_out)
 
 
 def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None,
-                      initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False):
+                      initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False,
+                      out=None, final_state_out=None):
     """kda_prefill without the torch.compile hook: what the custom op runs on CUDA."""
     if fast_math is not True and fast_math is not False:
         raise TypeError(f"fast_math: expected a bool, got {type(fast_math).__name__} {fast_math!r}")
@@ -133,6 +141,9 @@ def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, sca
                         f"{output_final_state!r}")
     if torch.is_grad_enabled():
         _no_grad_inputs(q, k, v, g, beta, A_log, dt_bias, initial_state)
+    if out is not None or final_state_out is not None:
+        return _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
+                             cu_seqlens, fast_math, out, final_state_out)
     try:  # the steady-state path: ~1 us of Python before the one call into the entry
         narrow = (q.shape[0] if cu_seqlens is None else cu_seqlens.shape[0] - 1) * q.shape[2] < _NARROW_ROWS
         fn = _ENTRIES[cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
@@ -148,6 +159,61 @@ def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, sca
 
 
 _TENSOR_ARGS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")
+
+
+def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
+                  cu_seqlens, fast_math, out, final_state_out):
+    """kda_prefill into caller-provided outputs: one call of the entry, which checks them (the
+    same rules as for its own outputs, plus no overlap with any input) and writes them."""
+    if final_state_out is not None and not output_final_state:
+        raise ValueError("final_state_out: given, but output_final_state is False")
+    for name, t in (("out", out), ("final_state_out", final_state_out)):
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name}: expected a torch.Tensor or None, got {type(t).__name__}")
+    try:
+        narrow = (q.shape[0] if cu_seqlens is None else cu_seqlens.shape[0] - 1) * q.shape[2] < _NARROW_ROWS
+        key = (cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
+               output_final_state, narrow)
+        raw, flags = _RAW[key]
+    except (KeyError, AttributeError, IndexError, TypeError):
+        _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+        raw, flags = _raw_for(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+    # flags bit 3: the entry returns o alone (None when out was given); only when no final state
+    # would be dropped
+    single = final_state_out is not None or not output_final_state
+    try:
+        r = raw(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale, out, final_state_out,
+                flags | (8 if single else 0))
+    except (TypeError, ValueError) as e:  # the entry names its own parameters o and final_state
+        msg = str(e)
+        for entry_name, api_name in (("o: ", "out: "), ("final_state: ", "final_state_out: ")):
+            if msg.startswith(entry_name):
+                raise type(e)(api_name + msg[len(entry_name):]) from None
+        raise
+    except RuntimeError:
+        _device_types(q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu_seqlens,
+                      initial_state=initial_state, out=out, final_state_out=final_state_out)
+        raise
+    if single:
+        return (out if r is None else r), final_state_out
+    return (out if r[0] is None else r[0]), (final_state_out if r[1] is None else r[1])
+
+
+# (the dispatch key above) -> (the entry's raw TVM-FFI call, its launch flags), for caller outputs
+_RAW: dict = {}
+
+
+def _raw_for(q, v, initial_state, output_final_state, cu_seqlens, fast_math):
+    k1, k2 = _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+    if os.environ.get("KDA_TILE_BACKEND", "generated") != "generated":
+        raise ValueError("out, final_state_out: need the generated host entry (KDA_TILE_BACKEND=generated)")
+    from host_codegen.cpp_entry import launch_flags
+    entry = _gated_entry(k1, k2)
+    pair = (entry.raw, launch_flags())
+    key = (cu_seqlens is None, bool(fast_math), None if initial_state is None else initial_state.dtype,
+           bool(output_final_state), k2.config.block_v == 32)
+    _RAW[key] = pair
+    return pair
 
 
 def _no_grad_inputs(*tensors):

@@ -61,3 +61,57 @@ def test_check_inputs_names_a_bad_device(x):
         api.check_inputs(*args, A_log=x["A_log"], dt_bias=x["dt_bias"], device="gpu7")
     with pytest.raises(ValueError, match=r"^q: expected a cuda tensor, got device cpu"):
         api.check_inputs(*args, A_log=x["A_log"], dt_bias=x["dt_bias"], device="cuda:0")
+
+
+class FakeRaw:
+    """Stands in for the entry's TVM-FFI call: records its arguments, answers per its flags."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, *a):
+        self.calls.append(a)
+        o, ht, flags = a[11], a[12], a[13]
+        if flags & 8:
+            return None if o is not None else "fresh o"
+        return (None if o is not None else "fresh o"), (None if ht is not None else "fresh ht")
+
+
+@pytest.fixture
+def fake_raw(monkeypatch):
+    raw = FakeRaw()
+    monkeypatch.setattr(api, "_RAW", {})
+    monkeypatch.setattr(api, "_lookup", lambda *a: None)
+    monkeypatch.setattr(api, "_raw_for", lambda *a: (raw, 128))
+    return raw
+
+
+def test_caller_outputs_go_to_the_entry_and_come_back(x, fake_raw):
+    out = torch.empty(1, 32, 2, 128, dtype=torch.bfloat16)
+    fs = torch.empty(1, 2, 128, 128)
+    o, ht = call(x, out=out, output_final_state=True, final_state_out=fs)
+    assert o is out and ht is fs
+    a = fake_raw.calls[-1]
+    assert a[11] is out and a[12] is fs and a[13] == 128 | 8  # o alone comes back: nothing is dropped
+    o, ht = call(x, out=out)
+    assert o is out and ht is None and fake_raw.calls[-1][13] == 128 | 8
+    o, ht = call(x, out=out, output_final_state=True)  # the entry allocates the final state: a tuple
+    assert o is out and ht == "fresh ht" and fake_raw.calls[-1][13] == 128
+
+
+def test_caller_output_errors(x, fake_raw):
+    with pytest.raises(ValueError, match="^final_state_out: given, but output_final_state is False"):
+        call(x, final_state_out=torch.empty(1, 2, 128, 128))
+    with pytest.raises(TypeError, match="^out: expected a torch.Tensor or None, got list"):
+        call(x, out=[1])
+    assert not fake_raw.calls
+
+
+def test_entry_errors_name_the_api_arguments(x, monkeypatch):
+    def raw(*a):
+        raise ValueError("o: expected no overlap with q (outputs must not alias inputs), got overlapping memory")
+    monkeypatch.setattr(api, "_RAW", {})
+    monkeypatch.setattr(api, "_lookup", lambda *a: None)
+    monkeypatch.setattr(api, "_raw_for", lambda *a: (raw, 0))
+    with pytest.raises(ValueError, match="^out: expected no overlap with q"):
+        call(x, out=torch.empty(1))
