@@ -7,6 +7,9 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh matrix  # the GPU correctness matrix alone
 #   source .devbundle/activate.sh && bash bench/device_round.sh fused   # chain micro-benchmark, fused kernel checks and times
 #   source .devbundle/activate.sh && bash bench/device_round.sh fusedpeers  # peers' call modes, fused ncu counters
+#   source .devbundle/activate.sh && bash bench/device_round.sh attrib  # fused producer stage attribution, ncu stalls
+#   source .devbundle/activate.sh && bash bench/device_round.sh integration  # custom op, compile, graphs, fla backend
+#   source .devbundle/activate.sh && bash bench/device_round.sh startup # import + first call, warm and cold
 set -uo pipefail
 mode=${1:-tests}
 OUT=${OUT:-/tmp/kda-out}; mkdir -p "$OUT"
@@ -28,7 +31,21 @@ case "$mode" in
       grep -v -E '^\{|INFO' "$OUT/fused_timing.log" | tail -14
       [ -n "${WITH_PEERS:-}" ] && timeout 150 python bench/fused_round.py peers > "$OUT/peers_modes.log" 2>&1
       [ -n "${WITH_PEERS:-}" ] && grep -v -E '^\{|INFO' "$OUT/peers_modes.log" | tail -40
+      if [ -n "${WITH_NCU:-}" ]; then
+        timeout 150 ncu --clock-control none --profile-from-start off --csv --section SpeedOfLight --section Occupancy \
+          --section LaunchStats --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
+          python bench/fused_round.py ncu > "$OUT/ncu.csv" 2> "$OUT/ncu.err"; tail -2 "$OUT/ncu.err"; wc -l "$OUT/ncu.csv"
+      fi
     fi ;;
+  attrib)
+    timeout 200 python bench/fused_round.py attrib > "$OUT/attrib.log" 2>&1; grep -v -E 'INFO|compiled' "$OUT/attrib.log" | tail -8
+    timeout 150 ncu --clock-control none --profile-from-start off --csv --section WarpStateStats --section SchedulerStats \
+      --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
+      python bench/fused_round.py ncu > "$OUT/ncu_stalls.csv" 2> "$OUT/ncu.err"; tail -2 "$OUT/ncu.err"; wc -l "$OUT/ncu_stalls.csv" ;;
+  integration)
+    # torch.compile / CUDA graphs through the custom op, the fla backend on vs off, argument errors
+    timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py > "$OUT/pytest_integration.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_integration.log" | tail -25 ;;
   chain)
     timeout 150 python bench/chain_step.py > "$OUT/chain_step.log" 2>&1; tail -8 "$OUT/chain_step.log" ;;
   fusedpeers)
@@ -50,6 +67,11 @@ case "$mode" in
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -25 ;;
   smoke)
     python bench/smoke.py 2>&1 | tee "$OUT/smoke.log" | tail -60 ;;
+  startup)
+    # build everything in parallel first (the bench's priming process then only loads), then fresh
+    # processes: 1 priming + 5 warm runs, 1 cold run (fresh TILELANG_CACHE_DIR and KDA_TILE_CACHE)
+    timeout 300 python -m kda_tile build --jobs 14 2>&1 | tee "$OUT/build.log" | grep -E "^built|FAILED|NOT VERIFIED"
+    timeout 560 python bench/startup.py --out "$OUT" 2>&1 | tee "$OUT/startup.log" | tail -30 ;;
   tests)
     # The generated entry is the API's path; if its own GPU tests fail, the matrix still runs
     # through TileLang's launchers so that the kernels get checked, and the log says so.
@@ -62,7 +84,7 @@ case "$mode" in
       > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -25 ;;
   bench)
-    timeout 330 python bench/bench_peers.py --out "$OUT" > "$OUT/bench.log" 2>&1; tail -18 "$OUT/bench.log"
+    timeout 540 python bench/bench_peers.py --out "$OUT" > "$OUT/bench.log" 2>&1; tail -30 "$OUT/bench.log"
     timeout 120 python bench/host_overhead.py > "$OUT/host.log" 2>&1; tail -25 "$OUT/host.log"
     timeout 120 python bench/variants.py --out "$OUT" > "$OUT/variants.log" 2>&1; tail -12 "$OUT/variants.log" ;;
 esac

@@ -36,7 +36,15 @@ VARIANTS = {
     "varlen_h0f32_ht_fast": dict(varlen=True, initial_state="float32", final_state=True, fast_math=True),
     "probe_chain": dict(varlen=True, initial_state="float32", final_state=True, probe="chain"),
     "probe_producer": dict(varlen=True, initial_state="float32", final_state=True, probe="producer"),
+    "p1_varlen_h0f32_ht": dict(varlen=True, initial_state="float32", final_state=True, producers=1),
+    "p1_fixed_h0bf16_ht": dict(initial_state="bfloat16", final_state=True, producers=1),
+    "p1_probe_producer": dict(varlen=True, initial_state="float32", final_state=True, probe="producer", producers=1),
 }
+STAGES = ("norm", "column", "lm", "inverse", "wu")
+for _np in (1, 2):
+    for _st in STAGES:
+        VARIANTS[f"p{_np}_producer_no_{_st}"] = dict(varlen=True, initial_state="float32", final_state=True,
+                                                    probe=f"producer-no_{_st}", producers=_np)
 
 
 def _compile(name):
@@ -187,8 +195,8 @@ def correctness(smoke=False):
         varlen = lens is not None
         refs = {}
         t_case = time.perf_counter()
-        names = ([n for n in VARIANTS if n.startswith("varlen") and "probe" not in n] if varlen else
-                 [n for n in VARIANTS if n.startswith("fixed")])
+        names = ([n for n in VARIANTS if "varlen" in n and "probe" not in n] if varlen else
+                 [n for n in VARIANTS if "fixed" in n])
         for name in names:
             cfg = VARIANTS[name]
             h0 = cfg.get("initial_state") is not None
@@ -233,7 +241,8 @@ def timing():
     for i, (H, lens) in enumerate(SHAPES):
         d = inputs(1, sum(lens), H, lens=lens, seed=100 + i)
         row = dict(shape=label(H, lens))
-        names = ["varlen_h0f32_ht", "varlen_h0f32_ht_fast", "probe_chain", "probe_producer"]
+        names = ["varlen_h0f32_ht", "varlen_h0f32_ht_fast", "probe_chain", "probe_producer", "p1_varlen_h0f32_ht",
+                 "p1_probe_producer"]
         if len(set(lens)) == 1:
             names.append("fixed_h0f32_ht")
             df = dict(d)
@@ -259,10 +268,11 @@ def timing():
             f.write(json.dumps(row) + "\n")
         del d
         torch.cuda.empty_cache()
-    print(f"{'shape':40s} {'varlen':>8s} {'fixed':>8s} {'fast':>8s} {'chain':>8s} {'prod':>8s}")
+    cols = ("varlen_h0f32_ht_ms", "fixed_h0f32_ht_ms", "varlen_h0f32_ht_fast_ms", "probe_chain_ms",
+            "probe_producer_ms", "p1_varlen_h0f32_ht_ms", "p1_probe_producer_ms")
+    print(f"{'shape':36s} " + " ".join(f"{c.replace('_ms', '')[-10:]:>10s}" for c in cols))
     for r in rows:
-        print(f"{r['shape']:40s} " + " ".join(f"{r.get(k, float('nan')):8.3f}" for k in (
-            "varlen_h0f32_ht_ms", "fixed_h0f32_ht_ms", "varlen_h0f32_ht_fast_ms", "probe_chain_ms", "probe_producer_ms")))
+        print(f"{r['shape']:36s} " + " ".join(f"{r.get(k, float('nan')):10.3f}" for k in cols))
 
 
 def peers():
@@ -319,15 +329,41 @@ def peers():
               f"{r.get('error', '')[:60]}")
 
 
+NCU_NAMES = ("probe_producer", "p1_probe_producer")
+
+
+def attrib():
+    """Producer time with one stage left out, at two shapes: attributes the producer's time per chunk."""
+    import torch
+    from triton.testing import do_bench
+    rows = []
+    for H, lens in [(96, [8192]), (96, [1024] * 8)]:
+        d = inputs(1, sum(lens), H, lens=lens, seed=3)
+        nch = max(-(-n // 16) for n in lens)
+        for np_ in (1, 2):
+            base = "probe_producer" if np_ == 2 else "p1_probe_producer"
+            row = dict(shape=f"H{H} {len(lens)}x{lens[0]}", producers=np_)
+            for name in [base] + [f"p{np_}_producer_no_{st}" for st in STAGES]:
+                ms = do_bench(lambda: run_fused(name, d, poison=False), warmup=10, rep=100, return_mode="median")
+                row[name.split("producer")[-1] or "all"] = round(ms * 1e3 / nch, 3)  # us per chunk
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            with open(OUT / "fused_attrib.jsonl", "a") as f:
+                f.write(json.dumps(row) + "\n")
+    print("producer us/chunk with one stage left out")
+    for row in rows:
+        print(row)
+
+
 def ncu():
     """One profiled call of each new kernel at H96 1x8192 (run under ncu --profile-from-start off)."""
     import torch
     d = inputs(1, 8192, 96, lens=[8192], seed=5)
-    for name in ("varlen_h0f32_ht", "probe_chain", "probe_producer"):
+    for name in NCU_NAMES:
         run_fused(name, d, poison=False)
     torch.cuda.synchronize()
     torch.cuda.cudart().cudaProfilerStart()
-    for name in ("varlen_h0f32_ht", "probe_chain", "probe_producer"):
+    for name in NCU_NAMES:
         run_fused(name, d, poison=False)
     torch.cuda.synchronize()
     torch.cuda.cudart().cudaProfilerStop()
@@ -362,11 +398,14 @@ def main():
     if "correctness" in parts or "smoke" in parts:
         need |= {n for n in VARIANTS if "probe" not in n}
     if "timing" in parts:
-        need |= {"varlen_h0f32_ht", "varlen_h0f32_ht_fast", "probe_chain", "probe_producer", "fixed_h0f32_ht"}
+        need |= {"varlen_h0f32_ht", "varlen_h0f32_ht_fast", "probe_chain", "probe_producer", "fixed_h0f32_ht",
+                 "p1_varlen_h0f32_ht", "p1_probe_producer"}
     if "peers" in parts:
         need |= {"varlen_h0f32_ht", "varlen_h0f32_ht_fast"}
+    if "attrib" in parts:
+        need |= {"probe_producer", "p1_probe_producer"} | {n for n in VARIANTS if "_no_" in n}
     if "ncu" in parts:
-        need |= {"varlen_h0f32_ht", "probe_chain", "probe_producer"}
+        need |= set(NCU_NAMES)
     prewarm(sorted(need))
     for p in parts:
         t0 = time.perf_counter()

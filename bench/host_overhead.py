@@ -181,6 +181,17 @@ def measure_all(rec: Recorder):
         for mode in MODES:
             set_launch_mode(mode)
             rec.time(f"kda_tile.kda_prefill ({mode} launch)", cname, prefill)
+        o_out = torch.empty_like(d["v"])
+        fs_out = torch.empty(d["v"].shape[0] if d["cu_seqlens"] is None else d["cu_seqlens"].numel() - 1,
+                             d["v"].shape[2], V, K, dtype=torch.float32, device="cuda") if ht else None
+
+        def prefill_out(d=d, ht=ht, o_out=o_out, fs_out=fs_out):
+            return kda_prefill(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"], dt_bias=d["dt_bias"],
+                               lower_bound=-5.0, initial_state=d["initial_state"], output_final_state=ht,
+                               cu_seqlens=d["cu_seqlens"], out=o_out, final_state_out=fs_out)
+        for mode in MODES:
+            set_launch_mode(mode)
+            rec.time(f"kda_tile.kda_prefill(out=, final_state_out=) ({mode} launch)", cname, prefill_out)
         side = torch.cuda.Stream()
         with torch.cuda.stream(side):
             for mode in MODES:

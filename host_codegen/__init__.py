@@ -18,20 +18,34 @@ The C++ entry keeps the K1->K2 workspace between calls, one per (device, stream)
 K1 and K2 as one launch of a two-node CUDA graph whose node parameters it rewrites per call
 (KDA_TILE_LAUNCH=kernels: two cuLaunchKernel calls). While the caller's stream is capturing a
 graph it allocates a fresh workspace and launches the kernels plainly, so they are captured.
-The generated source is deterministic and cached on disk under the entry's key, a hash of
-both IR hashes and both extracted specs (see cache_dir()).
+Caches (under cache_dir(), $KDA_TILE_CACHE/host_codegen, default ~/.cache/kda_tile/host_codegen):
+  kernels/<sha(generator, gate key)>/  one per build: the KernelSpec read from its lowered IR
+      (spec.pickle), its CUDA source, its sm_90a cubin and meta.json (name, IR hash, gate key,
+      shared memory). Keyed by the build's gate key (kda_tile.buildkey), so a warm process
+      reads the spec without lowering; a changed source, config or TileLang gets a fresh one.
+  <entry key>/  one per (K1, K2) pair: the generated C++ (entry.cc), its TVM-FFI module, the
+      Python front (fast.py) and binding.json, written last, naming the generator and the IR
+      hash of each kernel the entry was generated from. The entry key hashes the generator
+      (GENERATOR_VERSION and host_codegen's own sources) and both KernelSpecs (IR hashes
+      included), so the release gate checks binding.json against the manifest's proved hashes.
+A warm get_entry (both kernel dirs and the entry's binding present) lowers nothing, generates
+nothing and runs no compiler: it loads the pickled specs and the built module.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import importlib.util
+import json
 import os
+import pickle
 import threading
+from pathlib import Path
 
-from .spec import EntrySpec, read_entry  # noqa: F401
+from .spec import EntrySpec, KernelSpec, join, read_entry, read_kernel  # noqa: F401
 
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
 
 _lock = threading.Lock()
 
@@ -46,19 +60,123 @@ def _write_if_changed(path: str, text: str) -> None:
         with open(path) as f:
             if f.read() == text:
                 return
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
+    _write_atomic(path, text.encode())
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
     os.replace(tmp, path)
+
+
+def _read_json(path: str):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def generator_id() -> str:
+    """GENERATOR_VERSION and a hash of host_codegen's own sources: every cached spec and entry
+    is keyed by it, so an edited generator never serves what the old one generated."""
+    h = hashlib.sha256(GENERATOR_VERSION.encode())
+    for f in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+# -- per-build cache: the KernelSpec, CUDA source and cubin of one build ----------------------
+
+def kernel_dir(build) -> str:
+    """The cache folder of one build, keyed by its gate key (not created)."""
+    from kda_tile import buildkey
+    key = hashlib.sha256((generator_id() + buildkey.gate_key(build)).encode()).hexdigest()[:32]
+    return os.path.join(cache_dir(), "kernels", key)
+
+
+def _load_kernel_spec(build):
+    d = kernel_dir(build)
+    meta = _read_json(os.path.join(d, "meta.json"))
+    if not meta or meta.get("name") != build.name:
+        return None
+    try:
+        with open(os.path.join(d, "spec.pickle"), "rb") as f:
+            ks = pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return None
+    return ks if isinstance(ks, KernelSpec) and ks.ir_hash == meta.get("ir_hash") else None
+
+
+def _plain(x):
+    """x with every str/int/float subclass (TVM-FFI strings and integers from the IR) made the
+    builtin type, so that unpickling a spec imports nothing."""
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return type(x)(**{f.name: _plain(getattr(x, f.name)) for f in dataclasses.fields(x)})
+    if x is None or type(x) in (bool, int, float, str):
+        return x
+    if isinstance(x, bool):
+        return bool(x)
+    if isinstance(x, int):
+        return int(x)
+    if isinstance(x, float):
+        return float(x)
+    if isinstance(x, str):
+        return str(x)
+    if isinstance(x, (tuple, list)):
+        return type(x)(_plain(v) for v in x) if type(x) in (tuple, list) else tuple(_plain(v) for v in x)
+    if isinstance(x, dict):
+        return {_plain(k): _plain(v) for k, v in x.items()}
+    raise TypeError(f"unexpected {type(x).__name__} in a kernel spec: {x!r}")
+
+
+def prepare_kernel(build, lowered=None) -> KernelSpec:
+    """Lower the build (unless given its artifact), read its KernelSpec and write the build's
+    cache folder: kernel.cu, spec.pickle, then meta.json (its presence marks the folder complete)."""
+    from kda_tile import buildkey, registry
+    d = kernel_dir(build)
+    os.makedirs(d, exist_ok=True)
+    art = lowered if lowered is not None else registry.lower(build)
+    ks = _plain(read_kernel(build, art))
+    _write_atomic(os.path.join(d, "kernel.cu"), (art.kernel_source or "").encode())
+    _write_atomic(os.path.join(d, "spec.pickle"), pickle.dumps(ks, protocol=4))
+    smem = ks.smem[1] if ks.smem[0] == "int" else None
+    meta = {"name": build.name, "stage": build.stage, "ir_hash": ks.ir_hash, "gate_key": buildkey.gate_key(build),
+            "generator": generator_id(), "dynamic_smem_bytes": smem, "kernel_source_sha": ks.kernel_source_sha}
+    _write_atomic(os.path.join(d, "meta.json"), json.dumps(meta, indent=1, sort_keys=True).encode())
+    return ks
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_spec(build) -> KernelSpec:
+    """The build's KernelSpec: from its cache folder when present, else read from its lowered IR
+    (and cached)."""
+    return _load_kernel_spec(build) or prepare_kernel(build)
+
+
+def cubin_path(build, compile_missing: bool = True) -> str:
+    """The build's sm_90a cubin in its cache folder, compiled by TileLang's CUDA backend from
+    the cached CUDA source when missing (needs nvcc, not a GPU)."""
+    kernel_spec(build)
+    d = kernel_dir(build)
+    path = os.path.join(d, "kernel.cubin")
+    if compile_missing and not os.path.exists(path):
+        with open(os.path.join(d, "kernel.cu")) as f:
+            source = f.read()
+        from .cpp_entry import compile_cuda
+        _write_atomic(path, compile_cuda(source, build))
+    return path
 
 
 @functools.lru_cache(maxsize=None)
 def entry_spec(k1_build, k2_build) -> EntrySpec:
-    return read_entry(k1_build, k2_build)
+    return join(kernel_spec(k1_build), kernel_spec(k2_build), k1_build, k2_build)
 
 
 def entry_key(spec: EntrySpec) -> str:
-    return hashlib.sha256((GENERATOR_VERSION + spec.key).encode()).hexdigest()[:32]
+    return hashlib.sha256((generator_id() + spec.key).encode()).hexdigest()[:32]
 
 
 def python_source(spec: EntrySpec) -> str:
@@ -100,6 +218,7 @@ class PyEntry:
         self.k1_build, self.k2_build = k1_build, k2_build
         self.spec = entry_spec(k1_build, k2_build)
         self.module = _py_module(k1_build, k2_build)
+        self.ir_hashes = {ks.build_name: ks.ir_hash for ks in (self.spec.k1, self.spec.k2)}
         self.validate_only = self.module.validate
         self._kernels = None
 

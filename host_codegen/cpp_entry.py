@@ -1,16 +1,21 @@
 """Stage B: build, load and call the generated C++ entry through TVM-FFI.
 
-The C++ source is generated once per entry key and compiled into
-<cache_dir>/<key>/build/ (the key covers both IR hashes, so a changed kernel gets a fresh
-module). The kernels' cubins come from TileLang's own CUDA compile of each build's kernel
-source (sm_90a), written next to the module and handed to it at the first launch.
+The C++ source is generated once per entry key and compiled into <cache_dir>/<key>/build/
+(the key covers both IR hashes, so a changed kernel gets a fresh module); binding.json, written
+after the module is built, names the IR hash of each kernel (see host_codegen's docstring). A
+later process finding binding.json loads the module as it is: no generation, no compiler run.
+The kernels' cubins come from TileLang's own CUDA compile of each build's kernel source
+(sm_90a), kept in each build's cache folder and handed to the module at the first launch.
 """
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 
-from . import _load_module, _write_if_changed, entry_dir, entry_spec, _lock
+from . import _lock, _load_module, _read_json, _write_atomic, _write_if_changed, cubin_path, entry_dir, \
+    entry_spec, generator_id
 from . import gen_cpp, gen_py
 
 
@@ -31,34 +36,50 @@ def cpp_source(spec) -> str:
     return gen_cpp.generate(spec)
 
 
+def read_binding(d: str):
+    """The binding of a built entry folder, or None when the folder holds no complete build by
+    this generator."""
+    b = _read_json(os.path.join(d, "binding.json"))
+    if not b or b.get("generator") != generator_id() or not os.path.exists(os.path.join(d, b.get("module", ""))):
+        return None
+    return b
+
+
 @functools.lru_cache(maxsize=None)
 def _module(k1_build, k2_build):
+    """(loaded module, entry folder, binding)."""
     import tvm_ffi
-    import tvm_ffi.cpp
 
     spec, key, d = entry_dir(k1_build, k2_build)
-    src = os.path.join(d, "entry.cc")
-    with _lock:
-        _write_if_changed(src, cpp_source(spec))
-        so = tvm_ffi.cpp.build(f"kda_host_{key[:16]}", cpp_files=[src], build_directory=os.path.join(d, "build"),
-                               extra_cflags=["-O2", "-std=c++17"], extra_ldflags=["-ldl"])
-    return tvm_ffi.load_module(so), d
+    binding = read_binding(d)
+    if binding is None:
+        import tvm_ffi.cpp
+        src = os.path.join(d, "entry.cc")
+        text = cpp_source(spec)
+        with _lock:
+            _write_if_changed(src, text)
+            so = tvm_ffi.cpp.build(f"kda_host_{key[:16]}", cpp_files=[src], build_directory=os.path.join(d, "build"),
+                                   extra_cflags=["-O2", "-std=c++17"], extra_ldflags=["-ldl"])
+            _write_if_changed(os.path.join(d, "fast.py"), gen_py.generate_fast(spec))
+        binding = {
+            "generator": generator_id(), "entry_key": key, "name": spec.name,
+            "module": os.path.relpath(so, d), "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "kernels": {ks.stage: {"name": ks.build_name, "ir_hash": ks.ir_hash,
+                                   "kernel_source_sha": ks.kernel_source_sha} for ks in (spec.k1, spec.k2)},
+        }
+        _write_atomic(os.path.join(d, "binding.json"), json.dumps(binding, indent=1, sort_keys=True).encode())
+    return tvm_ffi.load_module(os.path.join(d, binding["module"])), d, binding
 
 
-def compile_cubin(build, out_path: str) -> str:
-    """The build's device code compiled to an sm_90a cubin by TileLang's CUDA backend."""
+def compile_cuda(source: str, build) -> bytes:
+    """CUDA source of one build compiled to an sm_90a cubin by TileLang's CUDA backend (which
+    caches nvcc's output under TILELANG_CACHE_DIR)."""
     from kda_tile import registry
     from tilelang import tvm
     from tilelang.cuda.backend import tilelang_callback_cuda_compile
 
-    art = registry.lower(build)
     with tvm.target.Target(registry.TARGET) as target:
-        binary = tilelang_callback_cuda_compile(art.kernel_source, target, build.config.pass_configs())
-    tmp = f"{out_path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(bytes(binary))
-    os.replace(tmp, out_path)
-    return out_path
+        return bytes(tilelang_callback_cuda_compile(source, target, build.config.pass_configs()))
 
 
 class CppEntry:
@@ -70,7 +91,9 @@ class CppEntry:
     def __init__(self, k1_build, k2_build):
         self.k1_build, self.k2_build = k1_build, k2_build
         self.spec = entry_spec(k1_build, k2_build)
-        self.module, self.dir = _module(k1_build, k2_build)
+        self.module, self.dir, self.binding = _module(k1_build, k2_build)
+        # build name -> the IR hash this entry was generated from (the release gate checks it)
+        self.ir_hashes = {k["name"]: k["ir_hash"] for k in self.binding["kernels"].values()}
         self._entry = self.module["entry"]
         self._validate = self.module["validate_only"]
         self._bench = self.module["bench_validate"]
@@ -82,21 +105,16 @@ class CppEntry:
     def load_kernels(self):
         """Compile (or reuse) both cubins and hand them to the module. Needs nvcc, not a GPU."""
         if not self._loaded:
-            paths = []
-            for tag, b in (("k1", self.k1_build), ("k2", self.k2_build)):
-                p = os.path.join(self.dir, f"{tag}.cubin")
-                if not os.path.exists(p):
-                    compile_cubin(b, p)
-                paths.append(p)
-            self.module["load_cubins"](*paths)
+            self.module["load_cubins"](cubin_path(self.k1_build), cubin_path(self.k2_build))
             self._loaded = True
         return self
 
     def _fast_module(self):
         """The generated Python front of the C++ entry (gen_py.generate_fast), written and loaded."""
         path = os.path.join(self.dir, "fast.py")
-        with _lock:
-            _write_if_changed(path, gen_py.generate_fast(self.spec))
+        if not os.path.exists(path):
+            with _lock:
+                _write_if_changed(path, gen_py.generate_fast(self.spec))
         return _load_module(path, f"_kda_host_fast_{os.path.basename(self.dir)}")
 
     @property

@@ -22,6 +22,9 @@ __device__ __forceinline__ float kda_rsqrt_approx(float x) {
 
 
 ACCURATE_SOURCE = r"""
+__device__ __forceinline__ float kda_ex2(float x) {
+  float y; asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;
+}
 __device__ __forceinline__ float kda_sigmoid_rcp(float x) {
   float e, y;
   asm("ex2.approx.f32 %0, %1;" : "=f"(e) : "f"(-1.4426950408889634f * x));
@@ -37,6 +40,12 @@ def sigmoid_rcp(x, fast: bool):
     if fast:
         return T.call_extern("float32", "kda_sigmoid_tanh", x)
     return T.call_extern("float32", "kda_sigmoid_rcp", x)
+
+
+def ex2(x, fast: bool):
+    """2^x as one MUFU operation (ex2.approx.f32: relative error below 2^-22); fast_math flushes
+    subnormals."""
+    return T.call_extern("float32", "kda_ex2_ftz" if fast else "kda_ex2", x)
 
 
 def exp2(x, fast: bool):

@@ -25,16 +25,28 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
     return k1, k2
 
 
+def _gated_entry(k1, k2):
+    """The generated host entry of one (K1, K2) pair, once both builds pass the release gate and
+    the entry is bound to the IR hashes the manifest proved (its binding.json). Warm caches:
+    no lowering, no compiler."""
+    from host_codegen import get_entry
+    proved = {b.name: gate.check(b) for b in (k1, k2)}
+    entry = get_entry(k1, k2)
+    built = getattr(entry, "ir_hashes", {})
+    for b in (k1, k2):
+        gate.check_artifact(b, proved[b.name], built.get(b.name, ""))
+    return entry
+
+
 def _entry(k1, k2):
     """The host entry's call for one (K1, K2) pair, once both builds pass the release gate."""
-    gate.check(k1)
-    gate.check(k2)
     if os.environ.get("KDA_TILE_BACKEND", "generated") == "generated":
-        from host_codegen import get_entry
-        entry = get_entry(k1, k2)
+        entry = _gated_entry(k1, k2)
         _LOADED.append(entry)
         return entry.fast if hasattr(entry, "fast") else entry
     from . import _launch  # TileLang's own JIT launchers, for debugging the generated entry
+    for b in (k1, k2):
+        gate.check_artifact(b, gate.check(b), registry.ir_hash(registry.lower(b)), "TileLang JIT kernel")
     return lambda *a: _launch.launch(k1, k2, *a)
 
 
@@ -73,18 +85,24 @@ def _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math):
 
 def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None, initial_state=None,
                  output_final_state=False, cu_seqlens=None, fast_math=False, device=None, validate="fast"):
-    """Runs every check kda_prefill runs, launching nothing. `device` names the device the
-    tensors must share (default: a CUDA device), so the rules can be exercised on the CPU."""
-    from host_codegen import get_entry
+    """Runs every check kda_prefill runs, launching nothing: the release gate of both builds,
+    then the generated entry's argument checks. `device` names the device the tensors must
+    share (default: a CUDA device), so the rules can be exercised on the CPU."""
     k1, k2 = _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
-    entry = get_entry(k1, k2)
-    kw = {} if device is None else {"expect_device": str(device)}
+    if device is not None:
+        try:
+            device = torch.device(device).type
+        except (RuntimeError, TypeError):
+            raise ValueError(f"device: expected a torch device or device string, got {device!r}") from None
+    entry = _gated_entry(k1, k2)
+    kw = {} if device is None else {"expect_device": device}
     return entry.validate_only(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
                                validate=validate, **kw)
 
 
 def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None,
-                initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False):
+                initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False,
+                out=None, final_state_out=None):
     """KDA forward with the safe gate, in-kernel q/k L2 norm and beta sigmoid.
 
     q, k, g: [B, T, H, 128] bf16; v: [B, T, H, 128] bf16; beta: [B, T, H] bf16 (logits);
@@ -92,14 +110,124 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
     initial_state: [N, H, V, K] fp32 or bf16; cu_seqlens: [N + 1] int64 with B == 1.
     Returns (o [B, T, H, V] bf16, final_state [N, H, V, K] or None); final_state's dtype
     follows initial_state (fp32 without one).
+
+    out, final_state_out: optional caller-provided outputs, written in place and returned. They are
+    checked like the inputs (shape, dtype, device, strides, alignment, no overlap with any input);
+    final_state_out needs output_final_state=True.
+
+    Under torch.compile the call is recorded as the custom op torch.ops.kda_tile.prefill
+    (kda_tile.ops), with a fake implementation from the same shape rules.
     """
+    if torch.compiler.is_compiling():
+        if out is not None or final_state_out is not None:
+            raise ValueError("out, final_state_out: not supported under torch.compile (the op returns fresh outputs)")
+        from . import ops  # noqa: F401  (registers the op)
+        o, ht = torch.ops.kda_tile.prefill(q, k, v, g, beta, A_log, dt_bias, float(lower_bound), scale,
+                                           initial_state, bool(output_final_state), cu_seqlens, bool(fast_math))
+        return o, (ht if output_final_state else None)
+    return kda_prefill_eager(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, scale=scale,
+                             initial_state=initial_state, output_final_state=output_final_state,
+                             cu_seqlens=cu_seqlens, fast_math=fast_math, out=out, final_state_out=final_state_out)
+
+
+def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None,
+                      initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False,
+                      out=None, final_state_out=None):
+    """kda_prefill without the torch.compile hook: what the custom op runs on CUDA."""
+    if fast_math is not True and fast_math is not False:
+        raise TypeError(f"fast_math: expected a bool, got {type(fast_math).__name__} {fast_math!r}")
+    if output_final_state is not True and output_final_state is not False:
+        raise TypeError(f"output_final_state: expected a bool, got {type(output_final_state).__name__} "
+                        f"{output_final_state!r}")
+    if torch.is_grad_enabled():
+        _no_grad_inputs(q, k, v, g, beta, A_log, dt_bias, initial_state)
+    if out is not None or final_state_out is not None:
+        return _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
+                             cu_seqlens, fast_math, out, final_state_out)
     try:  # the steady-state path: ~1 us of Python before the one call into the entry
         narrow = (q.shape[0] if cu_seqlens is None else cu_seqlens.shape[0] - 1) * q.shape[2] < _NARROW_ROWS
         fn = _ENTRIES[cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
                       output_final_state, narrow]
     except (KeyError, AttributeError, IndexError, TypeError):
         fn = _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
-    return fn(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale)
+    try:
+        return fn(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale)
+    except RuntimeError:
+        _device_types(q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu_seqlens,
+                      initial_state=initial_state)
+        raise
+
+
+_TENSOR_ARGS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")
+
+
+def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
+                  cu_seqlens, fast_math, out, final_state_out):
+    """kda_prefill into caller-provided outputs: one call of the entry, which checks them (the
+    same rules as for its own outputs, plus no overlap with any input) and writes them."""
+    if final_state_out is not None and not output_final_state:
+        raise ValueError("final_state_out: given, but output_final_state is False")
+    for name, t in (("out", out), ("final_state_out", final_state_out)):
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name}: expected a torch.Tensor or None, got {type(t).__name__}")
+    try:
+        narrow = (q.shape[0] if cu_seqlens is None else cu_seqlens.shape[0] - 1) * q.shape[2] < _NARROW_ROWS
+        key = (cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
+               output_final_state, narrow)
+        raw, flags = _RAW[key]
+    except (KeyError, AttributeError, IndexError, TypeError):
+        _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+        raw, flags = _raw_for(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+    # flags bit 3: the entry returns o alone (None when out was given); only when no final state
+    # would be dropped
+    single = final_state_out is not None or not output_final_state
+    try:
+        r = raw(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale, out, final_state_out,
+                flags | (8 if single else 0))
+    except (TypeError, ValueError) as e:  # the entry names its own parameters o and final_state
+        msg = str(e)
+        for entry_name, api_name in (("o: ", "out: "), ("final_state: ", "final_state_out: ")):
+            if msg.startswith(entry_name):
+                raise type(e)(api_name + msg[len(entry_name):]) from None
+        raise
+    except RuntimeError:
+        _device_types(q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu_seqlens,
+                      initial_state=initial_state, out=out, final_state_out=final_state_out)
+        raise
+    if single:
+        return (out if r is None else r), final_state_out
+    return (out if r[0] is None else r[0]), (final_state_out if r[1] is None else r[1])
+
+
+# (the dispatch key above) -> (the entry's raw TVM-FFI call, its launch flags), for caller outputs
+_RAW: dict = {}
+
+
+def _raw_for(q, v, initial_state, output_final_state, cu_seqlens, fast_math):
+    k1, k2 = _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+    if os.environ.get("KDA_TILE_BACKEND", "generated") != "generated":
+        raise ValueError("out, final_state_out: need the generated host entry (KDA_TILE_BACKEND=generated)")
+    from host_codegen.cpp_entry import launch_flags
+    entry = _gated_entry(k1, k2)
+    pair = (entry.raw, launch_flags())
+    key = (cu_seqlens is None, bool(fast_math), None if initial_state is None else initial_state.dtype,
+           bool(output_final_state), k2.config.block_v == 32)
+    _RAW[key] = pair
+    return pair
+
+
+def _no_grad_inputs(*tensors):
+    for name, t in zip(_TENSOR_ARGS, tensors):
+        if getattr(t, "requires_grad", False):
+            raise RuntimeError(f"{name}: kda_tile has no backward yet, got a tensor that requires grad under grad "
+                               f"mode (call under torch.no_grad() or torch.inference_mode(), or pass {name}.detach())")
+
+
+def _device_types(**tensors):
+    """Names the argument behind an error the entry could only raise from C++ (meta tensors)."""
+    for name, t in tensors.items():
+        if isinstance(t, torch.Tensor) and t.device.type != "cuda":
+            raise ValueError(f"{name}: expected a cuda tensor, got device {t.device}") from None
 
 
 def _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math):

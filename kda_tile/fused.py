@@ -1,16 +1,16 @@
-"""The fused forward: one persistent program per (head, sequence), warp-specialized.
+"""The fused forward: one program per (head, sequence), warp-specialized.
 
-A producer warpgroup does the state-independent work of chunk i+1 (C = 16 tokens) while
-two consumer warpgroups run the chain for chunk i, 64 value rows of the state each. With G
-the per-channel cumulative base-2 log-decay inside the chunk and kn, qn the L2-normalised
-rows (qn scaled):
+Producer warpgroups do the state-independent work of the coming chunks (C = 16 tokens) while
+two consumer warpgroups run the chain, 64 value rows of the state each. With G the
+per-channel cumulative base-2 log-decay inside the chunk and kn, qn the L2-normalised rows
+(qn scaled):
 
     kd = kn 2^G    qd = qn 2^G    ki = kn 2^-G    kr = ki gC    gC = 2^G_C
-    L   = strictly_lower(kd ki^T) diag-scaled by beta (rows)     Mqk = lower_incl_diag(qd ki^T)
-    Wk  = (I + L)^-1 diag(beta) kd       U0 = (I + L)^-1 diag(beta) v
+    L   = strictly_lower(kd ki^T), rows scaled by beta          Mqk = lower_incl_diag(qd ki^T)
+    A   = (I + L)^-1                    (fp32 forward substitution, one column per thread)
+    Wk  = A diag(beta) kd               U0 = A diag(beta) v     (one mma each)
 
-Wk and U0 come from forward substitution in fp32 registers, one column per thread, so no
-inverse is formed. The consumers hold St = S^T [V, K] as an fp32 register fragment:
+The consumers hold St = S^T [V, K] as an fp32 register fragment:
 
     Sh  = fp16(St)                              (the A operand of wgmma, from registers)
     Ut  = U0^T - Sh Wk^T                        (V x C)
@@ -18,16 +18,19 @@ inverse is formed. The consumers hold St = S^T [V, K] as an fp32 register fragme
     St  = St diag(gC) + Ut kr
 
 so the chain per chunk is two dependent wgmma groups and no CTA-wide barrier: the roles meet
-only at mbarriers of a two-slot ring in shared memory.
+only at mbarriers of a ring in shared memory. Producer k of P handles chunks c = k mod P and
+owns two raw slots (q, k, g, v tiles loaded by TMA two of its chunks ahead) and two ring slots.
 """
 from dataclasses import dataclass
 from typing import Optional
 
 import tilelang.language as T
+from tilelang.layout import make_swizzled_layout
 
 from . import _math, _tir
 
 CHUNK = 16
+WARPGROUP = 128
 
 
 @dataclass(frozen=True)
@@ -40,19 +43,21 @@ class FusedConfig:
     # tiling
     head_dim: int = 128
     value_dim: int = 128
-    stages: int = 2
-    raw_stages: int = 3   # q, k, g, v tiles in flight: loads run this many chunks ahead
-    # setmaxnreg budgets. The three warpgroups share what the launch gave them, 168 registers a
-    # thread (65536 / 384, in steps of 8): 2 x 184 + 136 = 3 x 168. Asking for more deadlocks.
-    consumer_regs: int = 184
-    producer_regs: int = 136
+    producers: int = 2                   # producer warpgroups (chunks dealt round-robin)
+    # setmaxnreg budgets (None: the defaults below). All warpgroups share what the launch gave
+    # them, 65536 / threads registers a thread (in steps of 8); asking for more deadlocks in
+    # setmaxnreg.inc. The defaults are the most the consumers take without spilling
+    # (ptxas, sm_90a); the producers get the rest (with two, a few spills remain).
+    consumer_regs: Optional[int] = None
+    producer_regs: Optional[int] = None
     # numerics
     in_dtype: str = "bfloat16"
-    op_dtype: str = "float16"   # ring operands: Wk, qd, kr, U0, Mqk (|entries| <= 1, or scale with v)
+    op_dtype: str = "float16"   # ring operands Wk, qd, kr, U0, Mqk: |entries| <= 1, or scale with v
     # verification
     bank_conflict_budget: int = 8
-    # Measurement only, never released: "chain" skips the producer's work (the consumers run on
-    # a zeroed ring), "producer" skips the consumers' chain.
+    # Measurement only, never released: "chain" skips the producers' work (the consumers run on
+    # a zeroed ring), "producer" skips the consumers' chain; "producer-no_<stage>" also skips one
+    # producer stage (norm, column, lm, inverse, wu) to attribute its time.
     probe: str = ""
 
     @property
@@ -62,11 +67,21 @@ class FusedConfig:
         return self.initial_state or "float32"
 
     @property
+    def regs(self) -> tuple[int, int]:
+        default = {1: (184, 136), 2: (136, 120)}.get(self.producers, (0, 0))
+        return (self.consumer_regs or default[0], self.producer_regs or default[1])
+
+    @property
+    def threads(self) -> int:
+        return (2 + self.producers) * WARPGROUP
+
+    @property
     def name(self) -> str:
         h0 = {None: "h0none", "float32": "h0f32", "bfloat16": "h0bf16"}[self.initial_state]
         ht = "ht" if self.final_state else "htnone"
         return ("fused_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}"
-                + ("_fast" if self.fast_math else "") + (f"_probe_{self.probe}" if self.probe else ""))
+                + ("_fast" if self.fast_math else "") + (f"_p{self.producers}" if self.producers != 2 else "")
+                + (f"_probe_{self.probe}" if self.probe else ""))
 
     def pass_configs(self) -> dict:
         return {}
@@ -86,17 +101,17 @@ class FusedConfig:
 
 def build_fused(cfg: FusedConfig):
     K, V, C = cfg.head_dim, cfg.value_dim, CHUNK
-    assert K == 128 and V == 128, "one producer thread per key channel, two 64-row consumers"
-    S = cfg.stages
-    launch_regs = 65536 // (3 * 128) // 8 * 8
-    if 2 * cfg.consumer_regs + cfg.producer_regs > 3 * launch_regs:
-        raise ValueError(f"{cfg.name}: setmaxnreg asks for 2 x {cfg.consumer_regs} + {cfg.producer_regs} registers a "
-                         f"thread, more than the 3 x {launch_regs} the launch provides")
-    R = cfg.raw_stages
+    assert K == 128 and V == 128, "eight 16-column groups of 16 rows per producer, two 64-row consumers"
+    NP = cfg.producers
+    S = R = 2 * NP  # ring slots, raw slots
     fast = cfg.fast_math
     f32, op, bf = "float32", cfg.op_dtype, cfg.in_dtype
     BV = 64
-    P0 = 2 * 128  # first producer thread
+    creg, preg = cfg.regs
+    launch_regs = 65536 // cfg.threads // 8 * 8
+    if NP not in (1, 2) or 2 * creg + NP * preg > (2 + NP) * launch_regs:
+        raise ValueError(f"{cfg.name}: {NP} producers asking for 2 x {creg} + {NP} x {preg} registers a thread; "
+                         f"the launch provides {2 + NP} x {launch_regs}")
 
     B = T.dynamic("B")
     Tn = T.dynamic("T")
@@ -117,17 +132,17 @@ def build_fused(cfg: FusedConfig):
     @T.macro
     def consumer(w, scale, St, Sh, WO, Oacc, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, ring_full, ring_empty,
                  h0, o, ht, b, n, h, t0, seqlen, nch):
-        T.set_max_nreg(cfg.consumer_regs, 1)
+        T.set_max_nreg(creg, 1)
         if cfg.initial_state is not None:
             T.copy(h0[n, h, w * BV:(w + 1) * BV, :], St)
         else:
             T.clear(St)
-        if cfg.probe == "producer":
+        if cfg.probe.startswith("producer"):
             for c in T.serial(nch):
                 T.barrier_wait(ring_full[c % S], (c // S) % 2)
                 T.barrier_arrive(ring_empty[c % S])
         # (the probe keeps the chain in the IR, never run, so that its layouts are inferred)
-        for c in T.serial(T.if_then_else(scale < 0.0, nch, 0) if cfg.probe == "producer" else nch):
+        for c in T.serial(T.if_then_else(scale < 0.0, nch, 0) if cfg.probe.startswith("producer") else nch):
             s = c % S
             T.barrier_wait(ring_full[s], (c // S) % 2)
             T.copy(St, Sh)
@@ -150,20 +165,170 @@ def build_fused(cfg: FusedConfig):
             T.copy(St, ht[n, h, w * BV:(w + 1) * BV, :])
 
     @T.macro
+    def norms(q_s, k_s, x, ln, scale, sq, nrm, rq_s, rk_s):
+        for rr, e in T.Parallel(C, K):
+            sq[rr, e] = T.if_then_else(rr < ln, T.Cast(f32, q_s[x, rr, e]) * T.Cast(f32, q_s[x, rr, e]), 0.0)
+        T.reduce_sum(sq, nrm, dim=1)
+        for rr in T.Parallel(C):
+            rq_s[rr] = _math.rsqrt(nrm[rr] + 1e-6, fast) * scale
+        for rr, e in T.Parallel(C, K):
+            sq[rr, e] = T.if_then_else(rr < ln, T.Cast(f32, k_s[x, rr, e]) * T.Cast(f32, k_s[x, rr, e]), 0.0)
+        T.reduce_sum(sq, nrm, dim=1)
+        for rr in T.Parallel(C):
+            rk_s[rr] = _math.rsqrt(nrm[rr] + 1e-6, fast)
+
+    @T.macro
+    def column_pass(x, s, r, c0, valid, rkr, rqr, a_h, lower_bound, dtb, q_s, k_s, g_s, v_s,
+                    qd_r, kr_r, gC_r, kq_b, ki_b, KV_h, G, ep, en, gc, qv, kv, vv):
+        # This thread's row and 16 columns: a column's 16 values sit in the 16 lanes of a
+        # half-warp, so the cumsum over rows is a shuffle scan.
+        for half in T.unroll(2):
+            cc = c0 + half * 8
+            for i in T.vectorized(8):
+                qv[i] = q_s[x, r, cc + i]
+            for i in T.vectorized(8):
+                kv[i] = k_s[x, r, cc + i]
+            for i in T.vectorized(8):
+                vv[i] = v_s[x, r, cc + i]
+            for i in T.unroll(8):
+                G[i] = T.if_then_else(
+                    valid,
+                    lower_bound * _math.LOG2E * _math.sigmoid_rcp(
+                        a_h * (T.Cast(f32, g_s[x, r, cc + i]) + dtb[half * 8 + i]), fast),
+                    0.0)
+            for i in T.unroll(8):
+                for sh in T.unroll(4):
+                    up = T.shfl_up(G[i], 1 << sh, 16)
+                    G[i] = T.if_then_else(r >= (1 << sh), G[i] + up, G[i])
+            for i in T.unroll(8):
+                ep[i] = _math.ex2(G[i], fast)
+                en[i] = _math.ex2(-G[i], fast)
+                gc[i] = T.shfl_sync(ep[i], 15, 16)
+            for i in T.vectorized(8):
+                kq_b[r, cc + i] = T.Cast(bf, T.if_then_else(valid, T.Cast(f32, kv[i]) * rkr, 0.0) * ep[i])
+            for i in T.vectorized(8):
+                kq_b[C + r, cc + i] = T.Cast(bf, T.if_then_else(valid, T.Cast(f32, qv[i]) * rqr, 0.0) * ep[i])
+            for i in T.vectorized(8):
+                ki_b[r, cc + i] = T.Cast(bf, T.if_then_else(valid, T.Cast(f32, kv[i]) * rkr, 0.0) * en[i])
+            for i in T.vectorized(8):
+                qd_r[s, r, cc + i] = T.Cast(op, T.if_then_else(valid, T.Cast(f32, qv[i]) * rqr, 0.0) * ep[i])
+            for i in T.vectorized(8):
+                kr_r[s, r, cc + i] = T.Cast(
+                    op, T.if_then_else(valid, T.Cast(f32, kv[i]) * rkr, 0.0) * en[i] * gc[i])
+            for i in T.vectorized(8):
+                KV_h[r, cc + i] = T.Cast(op, T.if_then_else(valid, T.Cast(f32, kv[i]) * rkr, 0.0) * ep[i])
+            for i in T.vectorized(8):
+                KV_h[r, K + cc + i] = T.Cast(op, T.if_then_else(valid, T.Cast(f32, vv[i]), 0.0))
+            if r == 0:
+                for i in T.vectorized(8):
+                    gC_r[s, cc + i] = gc[i]
+
+    @T.macro
+    def inverse(p, L_s, beta_s, Ab_h, acc):
+        # A = (I + L)^-1, column p by right-looking forward substitution in fp32;
+        # Ab = A diag(beta) goes to the mma in fp16.
+        if p < C:
+            for i in T.unroll(C):
+                acc[i] = 0.0
+            for i in T.unroll(C):
+                xi = T.if_then_else(i == p, 1.0, T.if_then_else(i > p, -acc[i], 0.0))
+                for rr in T.unroll(C):
+                    if rr > i:
+                        acc[rr] = acc[rr] + L_s[rr, i] * xi
+                Ab_h[i, p] = T.Cast(op, xi * beta_s[p])
+
+    @T.macro
+    def producer(kp, tx, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, b, h, t0, seqlen, nch,
+                 q_s, k_s, g_s, v_s, load_full, ring_full, ring_empty, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r,
+                 beta_s, rq_s, rk_s, kq_b, ki_b, KV_h, L_s, Ab_h, sq, nrm, LM, WU,
+                 G, ep, en, gc, dtb, qv, kv, vv, bnext):
+        T.set_max_nreg(preg, 0)
+        skip = set(cfg.probe.split("-")[1:])
+        p = tx - (2 + kp) * WARPGROUP
+        # This thread's row and 16 columns in the column pass: a row's 16 values of one
+        # column sit in the 16 lanes of a half-warp, so the cumsum is a shuffle scan.
+        r = p % 16
+        c0 = (p // 32 * 2 + p % 32 // 16) * 16
+        a_h = _math.exp(A_log[h], fast)
+        for i in T.unroll(16):
+            dtb[i] = dt_bias[h, c0 + i]
+        if cfg.probe == "chain":
+            if kp == 0:
+                for i, e in T.Parallel(S * C, K):
+                    Wk_r[i // C, i % C, e] = T.Cast(op, 0.0)
+                    qd_r[i // C, i % C, e] = T.Cast(op, 0.0)
+                    kr_r[i // C, i % C, e] = T.Cast(op, 0.0)
+                    U0_r[i // C, i % C, e] = T.Cast(op, 0.0)
+                for i, e in T.Parallel(S * C, C):
+                    Mqk_r[i // C, i % C, e] = T.Cast(op, 0.0)
+                for i, e in T.Parallel(S, K):
+                    gC_r[i, e] = 1.0
+                T.fence_proxy_async()
+                for c in T.serial(nch):
+                    T.barrier_wait(ring_empty[c % S], (c // S + 1) % 2)
+                    T.barrier_arrive(ring_full[c % S])
+        else:
+            if p < 32:
+                for j in T.unroll(2):
+                    if kp + NP * j < nch:
+                        load(q, k, g, v, q_s, k_s, g_s, v_s, load_full, b, t0 + (kp + NP * j) * C, h, kp + NP * j)
+            if p < 16:
+                bnext[0] = beta[b, T.min(t0 + kp * C + p, Tn - 1), h]
+        for i in T.serial(0 if cfg.probe == "chain" else T.ceildiv(T.max(nch - kp, 0), NP)):
+            c = i * NP + kp
+            s = c % S
+            x = c % R
+            tc = t0 + c * C
+            ln = T.min(seqlen - c * C, C)
+            # beta of this chunk was loaded one iteration ago; load the next one now
+            if p < 16:
+                beta_s[p] = T.if_then_else(p < ln, _math.sigmoid_rcp(T.Cast(f32, bnext[0]), fast), 0.0)
+                bnext[0] = beta[b, T.min(tc + NP * C + p, Tn - 1), h]
+            T.barrier_wait(load_full[x], (c // R) % 2)
+            # row norms of q and k
+            if "no_norm" not in skip or scale < 0.0:
+                norms(q_s, k_s, x, ln, scale, sq, nrm, rq_s, rk_s)
+            # the ring slot must be free before this chunk writes it
+            T.barrier_wait(ring_empty[s], (c // S + 1) % 2)
+            valid = r < ln
+            rkr = rk_s[r]
+            rqr = rq_s[r]
+            if "no_column" not in skip or scale < 0.0:
+                column_pass(x, s, r, c0, valid, rkr, rqr, a_h, lower_bound, dtb, q_s, k_s, g_s, v_s,
+                            qd_r, kr_r, gC_r, kq_b, ki_b, KV_h, G, ep, en, gc, qv, kv, vv)
+            if "no_lm" not in skip or scale < 0.0:
+                T.gemm(kq_b, ki_b, LM, transpose_B=True, clear_accum=True)
+            # every thread of this producer is past its last read of raw slot x: refill it
+            if p < 32:
+                if c + R < nch:
+                    load(q, k, g, v, q_s, k_s, g_s, v_s, load_full, b, tc + R * C, h, x)
+            if "no_lm" not in skip or scale < 0.0:
+                for rr, j in T.Parallel(2 * C, C):
+                    if rr < C:
+                        L_s[rr, j] = T.if_then_else(rr > j, LM[rr, j] * beta_s[rr], 0.0)
+                    else:
+                        Mqk_r[s, rr - C, j] = T.Cast(op, T.if_then_else(rr - C >= j, LM[rr, j], 0.0))
+            if "no_inverse" not in skip or scale < 0.0:
+                inverse(p, L_s, beta_s, Ab_h, G)
+            if "no_wu" not in skip or scale < 0.0:
+                T.gemm(Ab_h, KV_h, WU, clear_accum=True)
+                # Two loops: one if/else loop over both halves is vectorized by TileLang 0.1.15 into
+                # unconditional stores to both buffers (caught by verify's bounds.shared).
+                for rr, n in T.Parallel(C, K):
+                    Wk_r[s, rr, n] = T.Cast(op, WU[rr, n])
+                for rr, n in T.Parallel(C, V):
+                    U0_r[s, rr, n] = T.Cast(op, WU[rr, K + n])
+            T.fence_proxy_async()
+            T.barrier_arrive(ring_full[s])
+
+    @T.macro
     def body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, h0, lower_bound, scale, o, ht):
-        with T.Kernel(H, NS, threads=3 * 128) as (h, n):
-            # raw inputs of the next chunk, through TMA
+        with T.Kernel(H, NS, threads=cfg.threads) as (h, n):
+            # raw inputs, through TMA
             q_s = T.alloc_shared((R, C, K), bf)
             k_s = T.alloc_shared((R, C, K), bf)
             g_s = T.alloc_shared((R, C, K), bf)
             v_s = T.alloc_shared((R, C, V), bf)
-            # producer scratch
-            rq_s = T.alloc_shared((C,), f32)
-            rk_s = T.alloc_shared((C,), f32)
-            beta_s = T.alloc_shared((C,), f32)
-            kq_b = T.alloc_shared((2 * C, K), bf)   # [kd; qd] for the L / Mqk product
-            ki_b = T.alloc_shared((C, K), bf)
-            L_s = T.alloc_shared((C, C), f32)
             # the ring the consumers read
             Wk_r = T.alloc_shared((S, C, K), op)
             qd_r = T.alloc_shared((S, C, K), op)
@@ -173,12 +338,34 @@ def build_fused(cfg: FusedConfig):
             gC_r = T.alloc_shared((S, K), f32)
 
             load_full = T.alloc_barrier(arrive_count=[32] * R)
-            ring_full = T.alloc_barrier(arrive_count=[128] * S)
-            ring_empty = T.alloc_barrier(arrive_count=[2 * 128] * S)
+            ring_full = T.alloc_barrier(arrive_count=[WARPGROUP] * S)
+            ring_empty = T.alloc_barrier(arrive_count=[2 * WARPGROUP] * S)
 
-            sq = T.alloc_fragment((C, K), f32)
-            nrm = T.alloc_fragment((C,), f32)
-            LM = T.alloc_fragment((2 * C, C), f32)
+            # producer scratch, one set per producer
+            beta_s0 = T.alloc_shared((C,), f32)
+            rq_s0 = T.alloc_shared((C,), f32)
+            rk_s0 = T.alloc_shared((C,), f32)
+            kq_b0 = T.alloc_shared((2 * C, K), bf)   # [kd; qd] for the L / Mqk product
+            ki_b0 = T.alloc_shared((C, K), bf)
+            KV_h0 = T.alloc_shared((C, 2 * K), op)   # [kd | v] for the Wk / U0 product
+            L_s0 = T.alloc_shared((C, C), f32)
+            Ab_h0 = T.alloc_shared((C, C), op)
+            sq0 = T.alloc_fragment((C, K), f32)
+            nrm0 = T.alloc_fragment((C,), f32)
+            LM0 = T.alloc_fragment((2 * C, C), f32)
+            WU0 = T.alloc_fragment((C, 2 * K), f32)
+            beta_s1 = T.alloc_shared((C,), f32)
+            rq_s1 = T.alloc_shared((C,), f32)
+            rk_s1 = T.alloc_shared((C,), f32)
+            kq_b1 = T.alloc_shared((2 * C, K), bf)
+            ki_b1 = T.alloc_shared((C, K), bf)
+            KV_h1 = T.alloc_shared((C, 2 * K), op)
+            L_s1 = T.alloc_shared((C, C), f32)
+            Ab_h1 = T.alloc_shared((C, C), op)
+            sq1 = T.alloc_fragment((C, K), f32)
+            nrm1 = T.alloc_fragment((C,), f32)
+            LM1 = T.alloc_fragment((2 * C, C), f32)
+            WU1 = T.alloc_fragment((C, 2 * K), f32)
 
             St0 = T.alloc_fragment((BV, K), f32)
             Sh0 = T.alloc_fragment((BV, K), op)
@@ -190,11 +377,21 @@ def build_fused(cfg: FusedConfig):
             WO1 = T.alloc_fragment((BV, C), f32)
             Oa1 = T.alloc_fragment((BV, C), f32)
             Uh1 = T.alloc_fragment((BV, C), op)
+
             G = T.alloc_local((C,), f32)
-            kd = T.alloc_local((C,), f32)
-            vv = T.alloc_local((C,), f32)
+            ep = T.alloc_local((8,), f32)
+            en = T.alloc_local((8,), f32)
+            gc = T.alloc_local((8,), f32)
+            dtb = T.alloc_local((16,), f32)
+            qv = T.alloc_local((8,), bf)
+            kv = T.alloc_local((8,), bf)
+            vv = T.alloc_local((8,), bf)
+            bnext = T.alloc_local((1,), bf)
 
             T.import_source(_math.ACCURATE_SOURCE + (_math.FAST_SOURCE if fast else ""))
+            # The column pass reads 16 rows of one column group in the 16 lanes of a half-warp:
+            # unswizzled 256-byte rows put all 16 in one bank group (16-way conflicts).
+            T.annotate_layout({buf: make_swizzled_layout(buf) for buf in (q_s, k_s, g_s, v_s)})
 
             # This program's sequence: tokens [t0, t0 + seqlen) of batch row b. Clamped so that
             # any cu_seqlens contents stay inside the buffers.
@@ -208,103 +405,24 @@ def build_fused(cfg: FusedConfig):
             b = 0 if cfg.varlen else n
             nch = T.ceildiv(seqlen, C)
 
+            ring = (Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
             tx = T.get_thread_binding()
-            if tx < 128:
-                consumer(0, scale, St0, Sh0, WO0, Oa0, Uh0, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, ring_full, ring_empty,
+            if tx < WARPGROUP:
+                consumer(0, scale, St0, Sh0, WO0, Oa0, Uh0, *ring, ring_full, ring_empty,
                          h0, o, ht, b, n, h, t0, seqlen, nch)
-            elif tx < P0:
-                consumer(1, scale, St1, Sh1, WO1, Oa1, Uh1, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, ring_full, ring_empty,
+            elif tx < 2 * WARPGROUP:
+                consumer(1, scale, St1, Sh1, WO1, Oa1, Uh1, *ring, ring_full, ring_empty,
                          h0, o, ht, b, n, h, t0, seqlen, nch)
+            elif tx < 3 * WARPGROUP or NP == 1:
+                producer(0, tx, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, b, h, t0, seqlen, nch,
+                         q_s, k_s, g_s, v_s, load_full, ring_full, ring_empty, *ring,
+                         beta_s0, rq_s0, rk_s0, kq_b0, ki_b0, KV_h0, L_s0, Ab_h0, sq0, nrm0, LM0, WU0,
+                         G, ep, en, gc, dtb, qv, kv, vv, bnext)
             else:
-                T.set_max_nreg(cfg.producer_regs, 0)
-                a_h = _math.exp(A_log[h], fast)
-                d = tx - P0
-                dtb = dt_bias[h, d]
-                if tx < P0 + 32 and cfg.probe != "chain":
-                    for i in T.unroll(R):
-                        if i < nch:
-                            load(q, k, g, v, q_s, k_s, g_s, v_s, load_full, b, t0 + i * C, h, i)
-                if cfg.probe == "chain":
-                    for i, e in T.Parallel(S * C, K):
-                        Wk_r[i // C, i % C, e] = T.Cast(op, 0.0)
-                        qd_r[i // C, i % C, e] = T.Cast(op, 0.0)
-                        kr_r[i // C, i % C, e] = T.Cast(op, 0.0)
-                        U0_r[i // C, i % C, e] = T.Cast(op, 0.0)
-                    for i, e in T.Parallel(S * C, C):
-                        Mqk_r[i // C, i % C, e] = T.Cast(op, 0.0)
-                    for i, e in T.Parallel(S, K):
-                        gC_r[i, e] = 1.0
-                    T.fence_proxy_async()
-                    for c in T.serial(nch):
-                        T.barrier_wait(ring_empty[c % S], (c // S + 1) % 2)
-                        T.barrier_arrive(ring_full[c % S])
-                for c in T.serial(0 if cfg.probe == "chain" else nch):
-                    s = c % S
-                    x = c % R
-                    tc = t0 + c * C
-                    ln = T.min(seqlen - c * C, C)
-                    T.barrier_wait(load_full[x], (c // R) % 2)
-                    for r in T.Parallel(C):
-                        beta_s[r] = T.if_then_else(
-                            r < ln, _math.sigmoid_rcp(T.Cast(f32, beta[b, T.min(tc + r, Tn - 1), h]), fast), 0.0)
-                    # row norms of q and k
-                    for r, e in T.Parallel(C, K):
-                        sq[r, e] = T.if_then_else(r < ln, T.Cast(f32, q_s[x, r, e]) * T.Cast(f32, q_s[x, r, e]), 0.0)
-                    T.reduce_sum(sq, nrm, dim=1)
-                    for r in T.Parallel(C):
-                        rq_s[r] = _math.rsqrt(nrm[r] + 1e-6, fast) * scale
-                    for r, e in T.Parallel(C, K):
-                        sq[r, e] = T.if_then_else(r < ln, T.Cast(f32, k_s[x, r, e]) * T.Cast(f32, k_s[x, r, e]), 0.0)
-                    T.reduce_sum(sq, nrm, dim=1)
-                    for r in T.Parallel(C):
-                        rk_s[r] = _math.rsqrt(nrm[r] + 1e-6, fast)
-                    # the ring slot must be free before this chunk writes it
-                    T.barrier_wait(ring_empty[s], (c // S + 1) % 2)
-                    # One key channel per thread, in registers: gate, cumsum, decays. The raw slot
-                    # is read for the last time here.
-                    for r in T.unroll(C):
-                        G[r] = T.if_then_else(
-                            r < ln,
-                            lower_bound * _math.LOG2E * _math.sigmoid_rcp(
-                                a_h * (T.Cast(f32, g_s[x, r, d]) + dtb), fast),
-                            0.0)
-                    for r in T.unroll(1, C):
-                        G[r] = G[r] + G[r - 1]
-                    gc = _math.exp2(G[C - 1], fast)
-                    gC_r[s, d] = gc
-                    for r in T.unroll(C):
-                        kn = T.if_then_else(r < ln, T.Cast(f32, k_s[x, r, d]) * rk_s[r], 0.0)
-                        qn = T.if_then_else(r < ln, T.Cast(f32, q_s[x, r, d]) * rq_s[r], 0.0)
-                        ep = _math.exp2(G[r], fast)
-                        ki = kn * _math.exp2(-G[r], fast)
-                        kq_b[r, d] = T.Cast(bf, kn * ep)
-                        kq_b[C + r, d] = T.Cast(bf, qn * ep)
-                        ki_b[r, d] = T.Cast(bf, ki)
-                        qd_r[s, r, d] = T.Cast(op, qn * ep)
-                        kr_r[s, r, d] = T.Cast(op, ki * gc)
-                        kd[r] = kn * ep * beta_s[r]
-                        vv[r] = T.if_then_else(r < ln, T.Cast(f32, v_s[x, r, d]), 0.0) * beta_s[r]
-                    T.gemm(kq_b, ki_b, LM, transpose_B=True, clear_accum=True)
-                    # every producer thread is past its last read of raw slot x: refill it
-                    if tx < P0 + 32:
-                        if c + R < nch:
-                            load(q, k, g, v, q_s, k_s, g_s, v_s, load_full, b, tc + R * C, h, x)
-                    for r, j in T.Parallel(2 * C, C):
-                        if r < C:
-                            L_s[r, j] = T.if_then_else(r > j, LM[r, j] * beta_s[r], 0.0)
-                        else:
-                            Mqk_r[s, r - C, j] = T.Cast(op, T.if_then_else(r - C >= j, LM[r, j], 0.0))
-                    # Wk = (I + L)^-1 diag(beta) kd, U0 likewise for v: forward substitution
-                    for r in T.unroll(1, C):
-                        for j in T.unroll(C - 1):
-                            if j < r:
-                                kd[r] = kd[r] - L_s[r, j] * kd[j]
-                                vv[r] = vv[r] - L_s[r, j] * vv[j]
-                    for r in T.unroll(C):
-                        Wk_r[s, r, d] = T.Cast(op, kd[r])
-                        U0_r[s, r, d] = T.Cast(op, vv[r])
-                    T.fence_proxy_async()
-                    T.barrier_arrive(ring_full[s])
+                producer(1, tx, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, b, h, t0, seqlen, nch,
+                         q_s, k_s, g_s, v_s, load_full, ring_full, ring_empty, *ring,
+                         beta_s1, rq_s1, rk_s1, kq_b1, ki_b1, KV_h1, L_s1, Ab_h1, sq1, nrm1, LM1, WU1,
+                         G, ep, en, gc, dtb, qv, kv, vv, bnext)
 
     @T.prim_func
     def fused_forward(q: T.Tensor((B, Tn, H, K), bf), k: T.Tensor((B, Tn, H, K), bf),

@@ -15,56 +15,10 @@ sum_{m<n} ceil(len_m / 16) <= s < sum_{m<=n} ceil(len_m / 16). Slots past the la
 write nothing.
 """
 
-from dataclasses import dataclass
-
 import tilelang.language as T
 
 from . import _math
-
-CHUNK = 16
-
-
-@dataclass(frozen=True)
-class K1Config:
-    varlen: bool = False
-    fast_math: bool = False
-    head_dim: int = 128
-    # 2 chunks (32 rows) keep shared memory near 50 KB, so four programs share an SM:
-    # 1.10 ms against 1.87 ms for 4 chunks at H96 1x8192 (bench/results/2026-11-29-variants.json).
-    chunks_per_cta: int = 2
-    threads: int = 128
-    in_dtype: str = "bfloat16"
-    # Operand dtypes of K2's products. Every value stored in them is bounded by 1 in
-    # magnitude (decays <= 1, unit-norm k, |A| <= 1), so fp16's extra mantissa bits are free.
-    ws_dtype: str = "float16"  # kd, qd, kr
-    mat_dtype: str = "float16"  # Ab, Mqk
-    # Worst shared-memory bank-conflict degree `verify` accepts for this kernel.
-    bank_conflict_budget: int = 8
-
-    @property
-    def name(self) -> str:
-        return "k1_prepare_" + ("varlen" if self.varlen else "fixed") + ("_fast" if self.fast_math else "")
-
-    def pass_configs(self) -> dict:
-        return {"tl.enable_fast_math": self.fast_math}
-
-    def derived_vars(self) -> dict[str, str]:
-        """Shape variables that no input tensor fixes, as expressions of those that do."""
-        if self.varlen:
-            return {"NC": "T // 16 + (N1 - 1)"}
-        return {"NC": "B * ((T + 15) // 16)"}
-
-    def scalar_preconditions(self) -> list[str]:
-        """Ranges of the scalar parameters. lower_bound >= -5 keeps 2^(+-G) inside bf16 over a
-        16-token chunk (KDA.md section 2)."""
-        return ["lower_bound >= -5.0", "lower_bound < 0.0", "scale > 0.0", "scale < 1e30"]
-
-    def preconditions(self) -> list[str]:
-        pre = ["B >= 1", "T >= 1", "H >= 1", "H <= 256", "B * T * H <= 2**23"]
-        pre += [f"NC == {self.derived_vars()['NC']}"]
-        if self.varlen:
-            pre += ["B == 1", "N1 >= 2", "N1 <= 2**16"]
-        return pre
+from .configs import CHUNK, K1Config  # noqa: F401  (re-exported)
 
 
 def build_k1(cfg: K1Config):

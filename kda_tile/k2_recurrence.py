@@ -12,57 +12,9 @@ workspace written by K1 (kd, qd, kr [C, K]; Ab = A diag(beta), Mqk [C, C]; gC [K
 
 Columns of S evolve independently, so V splits across programs with no communication.
 """
-from dataclasses import dataclass
-from typing import Optional
-
 import tilelang.language as T
 
-from .k1_prepare import CHUNK
-
-
-@dataclass(frozen=True)
-class K2Config:
-    varlen: bool = False
-    initial_state: Optional[str] = None  # None, "float32" or "bfloat16"
-    final_state: bool = False            # its dtype follows initial_state (float32 without one)
-    head_dim: int = 128
-    value_dim: int = 128
-    block_v: int = 64
-    threads: int = 128
-    num_stages: int = 2
-    in_dtype: str = "bfloat16"
-    # fp16 operands (see K1Config). The state snapshot St and Wt, Ut scale with v: |v| and
-    # |state| entries must stay below fp16's 65504.
-    ws_dtype: str = "float16"
-    mat_dtype: str = "float16"
-    bank_conflict_budget: int = 8
-
-    @property
-    def final_state_dtype(self) -> Optional[str]:
-        if not self.final_state:
-            return None
-        return self.initial_state or "float32"
-
-    @property
-    def name(self) -> str:
-        h0 = {None: "h0none", "float32": "h0f32", "bfloat16": "h0bf16"}[self.initial_state]
-        ht = "ht" if self.final_state else "htnone"
-        return "k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}_bv{self.block_v}"
-
-    def pass_configs(self) -> dict:
-        return {}
-
-    def derived_vars(self) -> dict[str, str]:
-        if self.varlen:
-            return {"NC": "T // 16 + (N1 - 1)"}
-        return {"NC": "B * ((T + 15) // 16)"}
-
-    def preconditions(self) -> list[str]:
-        pre = ["B >= 1", "T >= 1", "H >= 1", "H <= 256", "B * T * H <= 2**23"]
-        pre += [f"{v} == {e}" for v, e in self.derived_vars().items()]
-        if self.varlen:
-            pre += ["B == 1", "N1 >= 2", "N1 <= 2**16"]
-        return pre
+from .configs import CHUNK, K2Config  # noqa: F401  (re-exported)
 
 
 def build_k2(cfg: K2Config):

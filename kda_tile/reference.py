@@ -5,12 +5,16 @@ Pure torch, on whatever device the inputs live; everything is computed in float6
 - `gate`            the per-channel natural-log decay g for the three gate kinds.
 - `kda_recurrent`   the exact token-by-token recurrence: the ground truth.
 - `kda_chunked`     the chunked algorithm (C = 16) the kernels implement.
+- `kda_decode`      one (or a few) tokens per sequence against a state pool, as serving calls it.
+- `segment_maps`    the sequence split's pass A: each segment's affine map S_end = M S_start + B.
+- `kda_segmented`   the sequence split: pass A, an fp64 scan over segments, pass C.
 - `chunk_workspace` the per-chunk quantities K1 writes (kd, qd, kr, Ab, Mqk, gC), in K1's layout.
 - `rel_err`         ||out - ref|| / ||ref||, the project's accuracy measure.
 - `random_inputs`   random test inputs in the kernel's dtypes.
 
-Layouts: q, k, g [B, T, H, K]; v, o [B, T, H, V]; beta [B, T, H]; states [N, H, V, K]
-(V-major: S^T is stored). Internally the state is held as S [N*H, K, V].
+Layouts: q, k [B, T, H, K]; g [B, T, HV, K]; v, o [B, T, HV, V]; beta [B, T, HV]; states
+[N, HV, V, K] (V-major: S^T is stored). HV = H without GVA; with GVA (HV a multiple of H) every
+HV / H value heads share one q/k head. Internally the state is held as S [N*HV, K, V].
 """
 from __future__ import annotations
 
@@ -75,19 +79,25 @@ def _tokens(q, k, v, g, beta, *, gate_kind, A_log, dt_bias, lower_bound, scale, 
             use_qk_l2norm, use_beta_sigmoid) -> _Tokens:
     if q.dim() != 4:
         raise ValueError(f"q must be [B, T, H, K], got {tuple(q.shape)}")
-    B, T, H, K = q.shape
+    B, T, Hq, K = q.shape
     dev = q.device
-    if k.shape != q.shape or g.shape != q.shape:
-        raise ValueError(f"q, k, g must share shape [B, T, H, K]; got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(g.shape)}")
-    if v is not None and (v.dim() != 4 or v.shape[:3] != q.shape[:3]):
-        raise ValueError(f"v must be [B, T, H, V], got {tuple(v.shape)}")
-    if beta.shape != q.shape[:3]:
-        raise ValueError(f"beta must be [B, T, H], got {tuple(beta.shape)}")
+    if k.shape != q.shape:
+        raise ValueError(f"q, k must share shape [B, T, H, K]; got {tuple(q.shape)}, {tuple(k.shape)}")
+    # GVA: g, v, beta (and the state) have HV heads; every HV / H of them share one q/k head.
+    if g.dim() != 4 or g.shape[:2] != q.shape[:2] or g.shape[-1] != K or g.shape[2] % Hq:
+        raise ValueError(f"g must be [B, T, HV, K] with HV a multiple of H = {Hq}, got {tuple(g.shape)}")
+    H = g.shape[2]
+    if v is not None and (v.dim() != 4 or v.shape[:3] != g.shape[:3]):
+        raise ValueError(f"v must be [B, T, HV, V] = [{B}, {T}, {H}, V], got {tuple(v.shape)}")
+    if beta.shape != g.shape[:3]:
+        raise ValueError(f"beta must be [B, T, HV] = {tuple(g.shape[:3])}, got {tuple(beta.shape)}")
 
     qf, kf = q.to(F64), k.to(F64)
     if use_qk_l2norm:
         qf, kf = _l2norm(qf), _l2norm(kf)
     qf = qf * (K ** -0.5 if scale is None else float(scale))
+    if H != Hq:
+        qf, kf = qf.repeat_interleave(H // Hq, dim=2), kf.repeat_interleave(H // Hq, dim=2)
     gf = gate(g, kind=gate_kind, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound)
     bf = beta.to(F64)
     if use_beta_sigmoid:
@@ -224,6 +234,119 @@ def kda_chunked(q, k, v, g, beta, *, gate_kind="safe", A_log=None, dt_bias=None,
         o.index_copy_(0, idx[:, c].reshape(-1), out)
     o = o[:tk.dummy].reshape(tk.B, tk.T, H, V)
     return o, (_final_state(S, N, H, K, V) if output_final_state else None)
+
+
+def kda_decode(q, k, v, g, beta, *, state_pool, state_indices, gate_kind="safe", A_log=None, dt_bias=None,
+               lower_bound=-5.0, scale=None, use_qk_l2norm=True, use_beta_sigmoid=True):
+    """A decode step: S tokens (S = 1 for [N, H, K] inputs) for each of N sequences, each reading
+    and updating its own row of a state pool.
+
+    q, k [N, H, K] or [N, S, H, K]; v [N, (S,) HV, V]; g [N, (S,) HV, K]; beta [N, (S,) HV];
+    state_pool [P, HV, V, K]; state_indices [N]: the pool row of each sequence, -1 for a padded
+    slot (its outputs are zero and no row is touched). Indices must be distinct.
+    Returns (o [N, (S,) HV, V] float64, the updated pool as a new float64 tensor)."""
+    single = q.dim() == 3
+    if single:
+        q, k, v, g, beta = (x.unsqueeze(1) for x in (q, k, v, g, beta))
+    N, S = q.shape[:2]
+    idx = torch.as_tensor(state_indices).to(device=q.device, dtype=torch.int64)
+    P = state_pool.shape[0]
+    if idx.shape != (N,):
+        raise ValueError(f"state_indices must be [N] = [{N}], got {tuple(idx.shape)}")
+    live = (idx >= 0).nonzero().flatten()
+    rows = idx[live]
+    if bool((rows >= P).any()) or rows.unique().numel() != rows.numel():
+        raise ValueError(f"state_indices must be distinct rows of the pool (< {P}) or -1, got {idx.tolist()}")
+    HV, V = v.shape[2], v.shape[-1]
+    pool = state_pool.to(F64).clone()
+    o = torch.zeros(N, S, HV, V, dtype=F64, device=q.device)
+    if live.numel():
+        o_live, s_live = kda_recurrent(q[live], k[live], v[live], g[live], beta[live], gate_kind=gate_kind,
+                                       A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, scale=scale,
+                                       initial_state=pool[rows], output_final_state=True,
+                                       use_qk_l2norm=use_qk_l2norm, use_beta_sigmoid=use_beta_sigmoid)
+        o[live] = o_live
+        pool[rows] = s_live
+    return (o.squeeze(1) if single else o), pool
+
+
+def _segments(B, T, cu_seqlens, segment_chunks, chunk, device):
+    """Splits every sequence into segments of `segment_chunks` chunks (the last may be shorter).
+    Returns (cu of all segments over the flattened (B, T) tokens, the owning sequence of each
+    segment, and each sequence's number of segments)."""
+    if cu_seqlens is None:
+        cu = torch.arange(B + 1, dtype=torch.int64) * T
+    else:
+        cu = torch.as_tensor(cu_seqlens, dtype=torch.int64).cpu()
+    step = segment_chunks * chunk
+    bounds, owner, counts = [0], [], []
+    for n in range(cu.numel() - 1):
+        t0, t1 = int(cu[n]), int(cu[n + 1])
+        cuts = list(range(t0 + step, t1, step)) + [t1]
+        if t1 == t0:
+            cuts = [t1]  # an empty sequence still owns one (empty) segment: its state passes through
+        bounds += cuts
+        owner += [n] * len(cuts)
+        counts.append(len(cuts))
+    return torch.tensor(bounds, dtype=torch.int64, device=device), owner, counts
+
+
+def _flat(x):
+    return x.reshape(1, x.shape[0] * x.shape[1], *x.shape[2:])
+
+
+def segment_maps(q, k, v, g, beta, *, segment_chunks, gate_kind="safe", A_log=None, dt_bias=None,
+                 lower_bound=-5.0, scale=None, cu_seqlens=None, use_qk_l2norm=True, use_beta_sigmoid=True,
+                 chunk=CHUNK):
+    """Pass A of the sequence split: every sequence is cut into segments of `segment_chunks` chunks,
+    and each segment's chunk maps compose into one affine map of the state, S_end = M S_start + B.
+    It is computed as the kernels will: the chunked recurrence on a state widened by K columns,
+    started from [0 | I], with v = 0 on the extra columns; its final state is [B | M].
+
+    Returns (M [NSEG, H, K, K], B [NSEG, H, K, V], owner: the sequence of each segment, counts:
+    the segments of each sequence), in float64, S kept as K x V."""
+    Bt, T, _, K = q.shape
+    H, V = v.shape[2], v.shape[-1]
+    cu_seg, owner, counts = _segments(Bt, T, cu_seqlens, segment_chunks, chunk, q.device)
+    nseg = cu_seg.numel() - 1
+    v_ext = torch.cat([v.to(F64), v.new_zeros(*v.shape[:-1], K).to(F64)], -1)
+    s0 = torch.zeros(nseg, H, V + K, K, dtype=F64, device=q.device)  # S^T of [0 | I]
+    s0[:, :, V:, :] = torch.eye(K, dtype=F64, device=q.device)
+    _, fin = kda_chunked(_flat(q), _flat(k), _flat(v_ext), _flat(g), _flat(beta), gate_kind=gate_kind, A_log=A_log,
+                         dt_bias=dt_bias, lower_bound=lower_bound, scale=scale, initial_state=s0,
+                         output_final_state=True, cu_seqlens=cu_seg, use_qk_l2norm=use_qk_l2norm,
+                         use_beta_sigmoid=use_beta_sigmoid, chunk=chunk)
+    S_end = fin.transpose(-1, -2)  # [NSEG, H, K, V + K]
+    return S_end[..., V:], S_end[..., :V], owner, counts
+
+
+def kda_segmented(q, k, v, g, beta, *, segment_chunks, gate_kind="safe", A_log=None, dt_bias=None,
+                  lower_bound=-5.0, scale=None, initial_state=None, output_final_state=False,
+                  cu_seqlens=None, use_qk_l2norm=True, use_beta_sigmoid=True, chunk=CHUNK):
+    """The sequence split (KDA.md section 3), exact: pass A gives every segment's map (M, B); a
+    scan S_{i+1} = M_i S_i + B_i over the segments of each sequence gives every segment's start
+    state; pass C is the chunked forward of each segment from its start state. Same arguments and
+    results as `kda_chunked`, plus `segment_chunks`."""
+    Bt, T, _, K = q.shape
+    H, V = v.shape[2], v.shape[-1]
+    act = dict(gate_kind=gate_kind, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, scale=scale,
+               use_qk_l2norm=use_qk_l2norm, use_beta_sigmoid=use_beta_sigmoid, chunk=chunk)
+    M, Bm, owner, counts = segment_maps(q, k, v, g, beta, segment_chunks=segment_chunks, cu_seqlens=cu_seqlens,
+                                        **act)
+    N = len(counts)
+    S = _initial_state(initial_state, N, H, K, V, q.device).reshape(N, H, K, V)
+    starts = torch.empty(len(owner), H, K, V, dtype=F64, device=q.device)
+    i = 0
+    for n in range(N):
+        for _ in range(counts[n]):
+            starts[i] = S[n]
+            S[n] = M[i] @ S[n] + Bm[i]
+            i += 1
+    cu_seg, _, _ = _segments(Bt, T, cu_seqlens, segment_chunks, chunk, q.device)
+    o, _ = kda_chunked(_flat(q), _flat(k), _flat(v), _flat(g), _flat(beta), initial_state=starts.transpose(-1, -2),
+                       output_final_state=False, cu_seqlens=cu_seg, **act)
+    final = S.transpose(-1, -2).contiguous() if output_final_state else None
+    return o.reshape(Bt, T, H, V), final
 
 
 def chunk_workspace(q, k, g, beta, *, gate_kind="safe", A_log=None, dt_bias=None, lower_bound=-5.0,

@@ -1,23 +1,35 @@
 """The registry of released kernel builds.
 
 Every specialization `kda_prefill` can serve is listed in RELEASED. `verify` and
-`host_codegen` read the lowered IR of these builds; the API only serves builds
-whose IR hash has a passing record in the verification manifest.
+`host_codegen` read the lowered IR of these builds; the API only serves builds that have
+a proved record in the verification manifest for their current gate key
+(`kda_tile.buildkey`: the sources of the factory's module and the kda_tile modules it
+imports, the config, the TileLang and TVM versions and the target).
+
+A build names its kernel factory as "module:function" (FACTORIES), imported only when the
+build is lowered: importing the registry, the gate or the API never imports TileLang (keep
+config classes in a module that does not, such as `configs.py`; tests/test_startup.py checks).
 """
 from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import itertools
 from dataclasses import asdict, dataclass
 from typing import Union
 
-from .k1_prepare import K1Config, build_k1
-from .k2_recurrence import K2Config, build_k2
+from .configs import K1Config, K2Config
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
 KernelConfig = Union[K1Config, K2Config]
+
+# stage -> "module:function" of the factory that turns the stage's config into a PrimFunc
+FACTORIES = {
+    "k1": "kda_tile.k1_prepare:build_k1",
+    "k2": "kda_tile.k2_recurrence:build_k2",
+}
 
 
 @dataclass(frozen=True)
@@ -29,8 +41,16 @@ class Build:
     def name(self) -> str:
         return self.config.name
 
+    @property
+    def factory_path(self) -> str:
+        return FACTORIES[self.stage]
+
+    def factory(self):
+        module, func = self.factory_path.split(":")
+        return getattr(importlib.import_module(module), func)
+
     def prim_func(self):
-        return build_k1(self.config) if self.stage == "k1" else build_k2(self.config)
+        return self.factory()(self.config)
 
     def config_dict(self) -> dict:
         return asdict(self.config)
@@ -66,6 +86,12 @@ def lower(build: Build):
 
     with tvm.transform.PassContext(config=pass_configs(build)), tvm.target.Target(TARGET):
         return tilelang.lower(build.prim_func(), target=TARGET)
+
+
+def gate_key(build: Build) -> str:
+    """The key the manifest's record for this build must carry (kda_tile.buildkey)."""
+    from . import buildkey
+    return buildkey.gate_key(build)
 
 
 def ir_hash(artifact) -> str:

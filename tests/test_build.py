@@ -1,4 +1,5 @@
 """Every released build lowers and compiles to an sm_90a cubin with nvcc (no GPU needed)."""
+import re
 import shutil
 
 import pytest
@@ -8,12 +9,28 @@ from kda_tile import registry
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is required to build the kernels")
 def test_every_released_build_compiles_for_sm90a(capsys):
+    """`python -m kda_tile build` (kernels; the host entries have their own tests): every build
+    gets an sm_90a cubin and its host spec; a second run finds them cached and still reports
+    each kernel's real shared memory and cubin size."""
     from kda_tile.__main__ import build
-    assert build(jobs=2) == 0
-    out = capsys.readouterr().out
-    for b in registry.RELEASED:
-        line = next(l for l in out.splitlines() if l.strip().startswith(b.name + " "))
-        assert line.rstrip().endswith("ok"), line
+    n = len(registry.RELEASED)
+    for run in ("first", "cached"):
+        assert build(jobs=2, entries=False) == 0
+        out = capsys.readouterr().out
+        for b in registry.RELEASED:
+            line = next(ln for ln in out.splitlines() if f"] {b.name} " in ln)
+            assert f"/{n}] " in line and " ok " in line, line
+            smem = int(re.search(r"smem +(\d+) B", line).group(1))
+            assert smem > 0 and "threads" in line and "cubin" in line, line
+            if run == "cached":
+                assert " cached " in line, line
+        assert f"built {n}/{n} kernels" in out
+
+
+def test_build_host_entry_phase_reports_its_pair():
+    from kda_tile._build import _entry_one
+    r = _entry_one(0)
+    assert r["status"] == "ok" and " + " in r["name"]
 
 
 def test_registry_names_are_unique_and_cover_the_api():

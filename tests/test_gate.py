@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from kda_tile import gate, registry
+from kda_tile import buildkey, gate, registry
 
 BUILD = registry.find("k2", varlen=False, initial_state=None, final_state=False, block_v=64)
 
@@ -13,6 +13,8 @@ def manifest(tmp_path, monkeypatch):
     path = tmp_path / "manifest.json"
     monkeypatch.setattr(gate, "MANIFEST", path)
     monkeypatch.setattr(gate, "_checked", {})
+    from kda_tile import api
+    monkeypatch.setattr(api, "_ENTRIES", {})  # a dispatch cached by an earlier test skips the gate
     monkeypatch.delenv("KDA_TILE_ALLOW_UNVERIFIED", raising=False)
     return path
 
@@ -41,7 +43,8 @@ def test_failed_record_is_refused(manifest):
 
 def test_current_proved_record_is_served(manifest):
     digest = registry.ir_hash(registry.lower(BUILD))
-    _write(manifest, ir_hash=digest, status="proved")
+    _write(manifest, ir_hash=digest, status="proved", gate_key=buildkey.gate_key(BUILD),
+           key_inputs=buildkey.key_inputs(BUILD))
     assert gate.check(BUILD) == digest
 
 
@@ -66,3 +69,10 @@ def test_committed_manifest_covers_every_released_build():
     builds = gate.load_manifest().get("builds", {})
     missing = [b.name for b in registry.RELEASED if builds.get(b.name, {}).get("status") != "proved"]
     assert not missing, f"run `python -m verify`: no passing record for {missing}"
+
+
+def test_committed_manifest_matches_every_gate_key():
+    builds = gate.load_manifest().get("builds", {})
+    stale = {b.name: buildkey.explain(builds.get(b.name, {}).get("key_inputs"), buildkey.key_inputs(b))
+             for b in registry.RELEASED if builds.get(b.name, {}).get("gate_key") != buildkey.gate_key(b)}
+    assert not stale, f"run `python -m verify`: stale records {stale}"

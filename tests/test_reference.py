@@ -7,8 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kda_tile.reference import (chunk_workspace, gate, kda_chunked, kda_recurrent, random_inputs,
-                                rel_err)
+from kda_tile.reference import (chunk_workspace, gate, kda_chunked, kda_decode, kda_recurrent, kda_segmented,
+                                random_inputs,
+                                rel_err, segment_maps)
 
 TOL = 1e-10
 
@@ -321,3 +322,103 @@ def test_cuda_matches_cpu():
     assert ws["kd"].device.type == "cuda"
     x = random_inputs(1, 64, 2, device="cuda", seed=0, state_dtype=torch.float32)
     assert all(t.device.type == "cuda" for t in x.values() if isinstance(t, torch.Tensor))
+
+
+@pytest.mark.parametrize("segment_chunks", [1, 2, 5])
+@pytest.mark.parametrize("cu", [None, [0, 1, 1, 17, 40, 100, 137]], ids=["fixed", "varlen"])
+@pytest.mark.parametrize("state", [None, torch.float32], ids=["h0none", "h0f32"])
+def test_sequence_split_equals_recurrence(segment_chunks, cu, state):
+    B, T = (2, 90) if cu is None else (1, cu[-1])
+    args, kw = make_case(B=B, T=T, H=2, K=16, V=12, seed=5 + segment_chunks, state_dtype=state,
+                         cu_seqlens=None if cu is None else torch.tensor(cu))
+    o_ref, s_ref = kda_recurrent(*args, **kw)
+    o, s = kda_segmented(*args, segment_chunks=segment_chunks, **kw)
+    assert rel_err(o, o_ref) <= TOL and rel_err(s, s_ref) <= TOL
+
+
+def test_segment_maps_move_any_start_state():
+    """M and B are the segment's whole effect: from any start state, M S + B is the end state."""
+    args, kw = make_case(B=1, T=70, H=2, K=16, V=12, seed=9, state_dtype=None)
+    kw.pop("initial_state"), kw.pop("output_final_state")
+    M, Bm, owner, counts = segment_maps(*args, segment_chunks=2, **kw)
+    assert counts == [3] and owner == [0, 0, 0] and M.shape == (3, 2, 16, 16) and Bm.shape == (3, 2, 16, 12)
+    S0 = torch.randn(1, 2, 12, 16, dtype=torch.float64)  # [N, H, V, K]: S^T
+    _, s_ref = kda_recurrent(*args, initial_state=S0, output_final_state=True, **kw)
+    S = S0[0].transpose(-1, -2)
+    for i in range(3):
+        S = M[i] @ S + Bm[i]
+    assert rel_err(S.transpose(-1, -2), s_ref[0]) <= TOL
+
+
+def gva_case(G=3, B=1, T=45, H=2, K=16, V=8, seed=21, cu=None):
+    """GVA inputs: H q/k heads, H*G value heads (g, v, beta, state, A_log, dt_bias)."""
+    gen = torch.Generator().manual_seed(seed)
+    HV = H * G
+    N = B if cu is None else len(cu) - 1
+    x = dict(q=torch.randn(B, T, H, K, generator=gen, dtype=torch.float64),
+             k=torch.randn(B, T, H, K, generator=gen, dtype=torch.float64),
+             v=torch.randn(B, T, HV, V, generator=gen, dtype=torch.float64),
+             g=torch.randn(B, T, HV, K, generator=gen, dtype=torch.float64),
+             beta=torch.randn(B, T, HV, generator=gen, dtype=torch.float64))
+    kw = dict(A_log=torch.rand(HV, generator=gen, dtype=torch.float64), dt_bias=torch.randn(HV, K, generator=gen,
+              dtype=torch.float64) * 0.3, initial_state=torch.randn(N, HV, V, K, generator=gen, dtype=torch.float64),
+              output_final_state=True, cu_seqlens=None if cu is None else torch.tensor(cu))
+    return x, kw
+
+
+@pytest.mark.parametrize("cu", [None, [0, 1, 20, 45]], ids=["fixed", "varlen"])
+def test_gva_is_each_qk_head_repeated_over_its_value_heads(cu):
+    x, kw = gva_case(cu=cu)
+    o, ht = kda_recurrent(x["q"], x["k"], x["v"], x["g"], x["beta"], **kw)
+    G = x["v"].shape[2] // x["q"].shape[2]
+    q, k = (x[n].repeat_interleave(G, dim=2) for n in ("q", "k"))
+    o_rep, ht_rep = kda_recurrent(q, k, x["v"], x["g"], x["beta"], **kw)
+    assert rel_err(o, o_rep) <= TOL and rel_err(ht, ht_rep) <= TOL
+    for fn in (kda_chunked, lambda *a, **k: kda_segmented(*a, segment_chunks=1, **k)):
+        o_c, ht_c = fn(x["q"], x["k"], x["v"], x["g"], x["beta"], **kw)
+        assert rel_err(o_c, o) <= TOL and rel_err(ht_c, ht) <= TOL
+
+
+def test_gva_rejects_value_heads_not_a_multiple():
+    x, kw = gva_case(G=3, H=2)  # 6 value heads; keep 5
+    kw.update(A_log=kw["A_log"][:5], dt_bias=kw["dt_bias"][:5], initial_state=kw["initial_state"][:, :5])
+    with pytest.raises(ValueError, match="HV a multiple"):
+        kda_recurrent(x["q"], x["k"], x["v"][:, :, :5], x["g"][:, :, :5], x["beta"][:, :, :5], **kw)
+
+
+@pytest.mark.parametrize("G", [1, 2])
+def test_prefill_then_decode_equals_prefill(G):
+    """Prefill of T tokens == prefill of T - 1 tokens, then one decode step from the pool."""
+    x, kw = gva_case(G=G, B=3, T=30, H=2, seed=31)
+    args = [x[n] for n in ("q", "k", "v", "g", "beta")]
+    o_full, ht_full = kda_recurrent(*args, **kw)
+    o_pre, ht_pre = kda_recurrent(*[a[:, :-1] for a in args], **kw)
+    pool = torch.randn(7, *ht_pre.shape[1:], dtype=torch.float64)
+    slots = torch.tensor([5, 0, 3])
+    pool[slots] = ht_pre
+    act = {n: kw[n] for n in ("A_log", "dt_bias")}
+    o_dec, pool_after = kda_decode(*[a[:, -1] for a in args], state_pool=pool, state_indices=slots, **act)
+    assert rel_err(o_dec, o_full[:, -1]) <= TOL
+    assert rel_err(pool_after[slots], ht_full) <= TOL
+    others = torch.tensor([1, 2, 4, 6])
+    assert torch.equal(pool_after[others], pool[others])
+
+
+def test_decode_several_tokens_and_padded_slots():
+    x, kw = gva_case(G=2, B=4, T=3, H=1, seed=41)  # S = 3 tokens per sequence (speculative decoding)
+    args = [x[n] for n in ("q", "k", "v", "g", "beta")]
+    pool = torch.randn(6, 2, x["v"].shape[-1], x["q"].shape[-1], dtype=torch.float64)
+    slots = torch.tensor([2, -1, 4, -1])
+    act = {n: kw[n] for n in ("A_log", "dt_bias")}
+    o, pool_after = kda_decode(*args, state_pool=pool, state_indices=slots, **act)
+    live = torch.tensor([0, 2])
+    o_ref, ht_ref = kda_recurrent(*[a[live] for a in args], initial_state=pool[slots[live]], output_final_state=True,
+                                  **act)
+    assert rel_err(o[live], o_ref) <= TOL and rel_err(pool_after[slots[live]], ht_ref) <= TOL
+    assert torch.count_nonzero(o[torch.tensor([1, 3])]) == 0
+    untouched = torch.tensor([0, 1, 3, 5])
+    assert torch.equal(pool_after[untouched], pool[untouched])
+    with pytest.raises(ValueError, match="distinct"):
+        kda_decode(*args, state_pool=pool, state_indices=torch.tensor([2, 2, -1, -1]), **act)
+    with pytest.raises(ValueError, match="distinct"):
+        kda_decode(*args, state_pool=pool, state_indices=torch.tensor([6, 0, -1, -1]), **act)

@@ -4,6 +4,11 @@
     python -m verify path/to/module.py    every kernel in the module's KERNELS dict
     python -m verify --check-manifest     exit 1 when the committed manifest is stale (CI)
 
+One line per kernel as it finishes, then the table, the findings and a summary. Exit status 0
+only when every kernel is proved (and, for a full run of the released builds, the manifest was
+written or already current). The manifest is written only by a full run that proves every
+build: a failing, partial (--only) or interrupted run leaves it byte-identical.
+
 A module names its kernels and what a proof may assume (every table but KERNELS is optional;
 a table entry naming a kernel KERNELS does not define is an error):
 
@@ -30,7 +35,8 @@ a table entry naming a kernel KERNELS does not define is an error):
                                              # (default: cu_seqlens over N1 and T)
     MUTATIONS = {}                     # name -> (kernel, function rewriting its lowered device PrimFunc)
 
-Exit status 0 only when every kernel is proved (warnings allowed unless --strict).
+A warning (an access in bounds only through a guard TileLang inserted) does not fail the run
+unless --strict.
 """
 from __future__ import annotations
 
@@ -45,51 +51,105 @@ from .jobs import _hash_work, _work, module_jobs, run_parallel
 
 # -- commands --------------------------------------------------------------------------------------
 
+def _progress(report, done, total):
+    from .runner import progress_line
+    print(progress_line(report, done, total), flush=True)
+
+
+def _summary(reports, wall, jobs) -> str:
+    from . import solver
+    from .report import PROVED
+    counts = {}
+    for r in reports:
+        v = "error" if r.error else r.status
+        counts[v] = counts.get(v, 0) + 1
+    n_ok = counts.get(PROVED, 0)
+    lower_s = sum(r.lower_seconds for r in reports)
+    check_s = sum(r.verify_seconds for r in reports)
+    st = [getattr(r, "solver_stats", {}) for r in reports]
+    queries = sum(s.get("queries", 0) for s in st)
+    cached = sum(s.get("cached", 0) for s in st)
+    rmax = max((s.get("rlimit_max_query", 0) for s in st), default=0)
+    slowest = max(reports, key=lambda r: r.lower_seconds + r.verify_seconds, default=None)
+    verdicts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+    lines = [f"{n_ok}/{len(reports)} kernels proved ({verdicts}) in {wall:.1f} s wall on {jobs} processes "
+             f"(lowering {lower_s:.1f} s, checks {check_s:.1f} s; verifier {VERSION})"]
+    if slowest is not None:
+        lines.append(f"slowest kernel {slowest.name} {slowest.lower_seconds + slowest.verify_seconds:.1f} s; "
+                     f"{queries} solver queries ({cached} from the memo); largest query {rmax} Z3 resource units "
+                     f"of the {solver.DEFAULT_RLIMIT or 'unlimited'} allowed (KDA_VERIFY_RLIMIT)")
+    return "\n".join(lines)
+
+
 def cmd_verify(args) -> int:
     from .report import PROVED, failures_text, table, write_json
     t0 = time.perf_counter()
-    builds = []
+    builds, keys = [], {}
 
     def specs():
         if args.module:
             return [("module", args.module, j.name) for j in module_jobs(args.module)]
         from kda_tile import registry
+
+        from . import manifest
         builds.extend(b for b in registry.RELEASED if not args.only or b.name in args.only)
+        if args.only and len(builds) != len(set(args.only)):
+            unknown = sorted(set(args.only) - {b.name for b in builds})
+            raise SystemExit(f"--only: no released build named {', '.join(unknown)}")
+        keys.update(manifest.gate_keys(builds))   # before lowering: a change during the run is caught
         return [("registry", b.name) for b in builds]
-    reports = run_parallel(_work, specs, args.jobs)
+    reports = run_parallel(_work, specs, args.jobs, on_result=_progress)
     builds = None if args.module else builds
     wall = time.perf_counter() - t0
+    print()
     print(table(reports))
     text = failures_text(reports)
     if text:
         print()
         print(text)
-    lower_s = sum(r.lower_seconds for r in reports)
-    check_s = sum(r.verify_seconds for r in reports)
     n_ok = sum(r.status == PROVED for r in reports)
-    print(f"\n{n_ok}/{len(reports)} kernels proved in {wall:.1f} s wall on {args.jobs} processes "
-          f"(lowering {lower_s:.1f} s, checks {check_s:.1f} s; verifier {VERSION})")
-    write_json(args.json, reports, {"verifier_version": VERSION, "wall_seconds": round(wall, 2)})
+    print()
+    print(_summary(reports, wall, args.jobs))
+    solver_stats = {r.name: getattr(r, "solver_stats", {}) for r in reports}
+    write_json(args.json, reports, {"verifier_version": VERSION, "wall_seconds": round(wall, 2),
+                                    "solver": solver_stats})
     print(f"report: {args.json}")
-    if builds is not None and not args.no_manifest and not args.only:
+    rc = 0 if n_ok == len(reports) else 1
+    if builds is not None and not args.no_manifest:
         from . import manifest
-        path = manifest.write(builds, reports)
-        print(f"manifest: {path}")
-    return 0 if n_ok == len(reports) else 1
+        if args.only:
+            print(f"manifest: not written (--only: a partial run never rewrites {manifest.manifest_path()})")
+        else:
+            try:
+                path, changed = manifest.write(builds, reports, keys=keys)
+                print(f"manifest: {path} ({'updated' if changed else 'unchanged'})")
+            except manifest.NotWritten as e:
+                print(f"manifest: NOT written, {manifest.manifest_path()} is left as it was: {e}")
+                rc = 1
+    return rc
 
 
 def cmd_check_manifest(args) -> int:
     from . import manifest
     t0 = time.perf_counter()
-    names = []
+    names, keys = [], {}
 
     def specs():
         from kda_tile import registry
         names.extend(b.name for b in registry.RELEASED)
+        keys.update(manifest.gate_keys(registry.RELEASED))
         return names
-    results = run_parallel(_hash_work, specs, args.jobs)
+    doc = manifest.load()
+
+    def progress(result, done, total):
+        name, h, secs = result
+        rec = doc.get("builds", {}).get(name, {})
+        same = rec.get("ir_hash") == h and rec.get("gate_key") == keys.get(name)
+        print(f"[{done:{len(str(total))}d}/{total}] {name:44s} lowered in {secs:5.1f} s  "
+              f"{'matches its record' if same else 'DIFFERS from its record'}", flush=True)
+    results = run_parallel(_hash_work, specs, args.jobs, on_result=progress)
     hashes = {n: h for n, h, _ in results}
-    problems = manifest.stale(manifest.load(), hashes)
+    problems = manifest.stale(doc, hashes, keys)
     wall = time.perf_counter() - t0
     if problems:
         print("kda_tile/manifest.json is stale; run `python -m verify` and commit the result:")
@@ -97,7 +157,8 @@ def cmd_check_manifest(args) -> int:
             print("  " + p)
         print(f"({len(names)} builds lowered in {wall:.1f} s)")
         return 1
-    print(f"manifest up to date: {len(names)} builds, verifier {VERSION} ({wall:.1f} s)")
+    print(f"manifest up to date: {len(names)} builds, gate keys and lowered IR hashes match, verifier {VERSION} "
+          f"({wall:.1f} s)")
     return 0
 
 
@@ -106,9 +167,9 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("module", nargs="?", help="a python file exposing KERNELS (default: kda_tile's releases)")
     p.add_argument("--check-manifest", action="store_true", help="exit 1 if kda_tile/manifest.json is stale")
-    p.add_argument("--json", default="verify_report.json", help="where to write the JSON report (default: %(default)s)")
-    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes (default: %(default)s)")
-    p.add_argument("--only", nargs="*", default=None, help="only these released builds (no manifest)")
+    p.add_argument("--json", default="verify_report.json", help="where to write the JSON report")
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
+    p.add_argument("--only", nargs="+", default=None, help="only these released builds (no manifest)")
     p.add_argument("--no-manifest", action="store_true", help="do not rewrite the manifest")
     p.add_argument("--strict", action="store_true",
                    help="warnings are errors (accesses in bounds only through a guard TileLang inserted)")
@@ -118,6 +179,9 @@ def main(argv=None) -> int:
     single_threaded()
     if args.strict:
         os.environ["KDA_VERIFY_STRICT"] = "1"   # read by the jobs (worker processes inherit it)
+    if os.environ.get("KDA_VERIFY_TIMEOUT_MS"):
+        print("kda-verify: KDA_VERIFY_TIMEOUT_MS is no longer read: queries have a deterministic Z3 resource "
+              "limit instead (KDA_VERIFY_RLIMIT)", file=sys.stderr)
     if args.check_manifest:
         return cmd_check_manifest(args)
     return cmd_verify(args)

@@ -16,7 +16,8 @@ import time
 from .report import WARNING, Finding, check_result
 
 CHECK = "bounds.guarded"
-QUICK_MS = 1000    # per query: undecided guard questions are reported as such (a warning)
+QUICK_RLIMIT = 2_000_000   # Z3 resource units per query (about a second): undecided guard
+                           # questions are reported as such (a warning)
 
 
 def guarded_accesses(lowered, job, k=None):
@@ -99,7 +100,7 @@ def _ctx(k):
     """A solver context with a short limit: this warning class must not cost a release its budget."""
     from . import solver
     ctx = solver.Ctx(k)
-    ctx.timeout_ms = min(ctx.timeout_ms, QUICK_MS)
+    ctx.rlimit = min(ctx.rlimit, QUICK_RLIMIT) if ctx.rlimit else QUICK_RLIMIT
     return ctx
 
 

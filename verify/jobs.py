@@ -115,12 +115,31 @@ def _warm():
     from . import checks  # noqa: F401
 
 
-def run_parallel(fn, specs, jobs):
-    """Map fn over specs in `jobs` worker processes. `specs` may be a callable producing the
-    list: the workers then import TileLang while the parent builds it."""
+def _indexed(arg):
+    i, fn, spec = arg
+    return i, fn(spec)
+
+
+def run_parallel(fn, specs, jobs, on_result=None):
+    """Map fn over specs in `jobs` worker processes; results come back in the order of specs.
+    `specs` may be a callable producing the list: the workers then import TileLang while the
+    parent builds it. on_result(result, done, total) runs in the parent as each one finishes."""
     if jobs <= 1:
-        return [fn(s) for s in (specs() if callable(specs) else specs)]
+        specs = specs() if callable(specs) else specs
+        out = []
+        for s in specs:
+            out.append(fn(s))
+            if on_result is not None:
+                on_result(out[-1], len(out), len(specs))
+        return out
     ctx = mp.get_context("spawn")
     with ctx.Pool(processes=jobs, initializer=_warm) as pool:
         specs = specs() if callable(specs) else specs
-        return list(pool.imap(fn, specs, chunksize=1))
+        out = [None] * len(specs)
+        done = 0
+        for i, r in pool.imap_unordered(_indexed, [(i, fn, s) for i, s in enumerate(specs)], chunksize=1):
+            out[i] = r
+            done += 1
+            if on_result is not None:
+                on_result(r, done, len(specs))
+        return out

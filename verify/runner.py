@@ -36,6 +36,8 @@ class Job:
 
 def verify_lowered(lowered, job: Job, report: KernelReport) -> KernelReport:
     t0 = time.perf_counter()
+    before = dict(solver.stats)
+    solver.stats["rlimit_max"] = 0
     k = extract(lowered, job.preconditions, job.derived, job.monotone, name=job.name)
     ctx = solver.Ctx(k)
     for cat, mod in FAMILIES:
@@ -56,7 +58,33 @@ def verify_lowered(lowered, job: Job, report: KernelReport) -> KernelReport:
                 for f in c.findings:
                     f.status = FAILED
     report.verify_seconds = round(time.perf_counter() - t0, 2)
+    # Solver work of this kernel (an attribute, carried to the parent with the report): queries,
+    # memo hits, unknowns and Z3 resource units. Deterministic for a given process history
+    # (resource units, unlike seconds, do not depend on machine speed or load).
+    report.solver_stats = {
+        "queries": solver.stats["queries"] - before["queries"],
+        "cached": solver.stats["cached"] - before["cached"],
+        "unknown": solver.stats["unknown"] - before["unknown"],
+        "rlimit": solver.stats["rlimit"] - before["rlimit"],
+        "rlimit_max_query": solver.stats["rlimit_max"],
+        "rlimit_limit": solver.DEFAULT_RLIMIT,
+        "solver_seconds": round(solver.stats["seconds"] - before["seconds"], 2),
+    }
+    solver.stats["rlimit_max"] = max(before["rlimit_max"], solver.stats["rlimit_max"])
     return report
+
+
+def progress_line(report: KernelReport, done: int, total: int) -> str:
+    """One line per finished kernel: position, name, verdict, seconds (lowering + checks) and the
+    slowest check."""
+    verdict = "ERROR" if report.error else report.status.upper()
+    slow = max(report.checks, key=lambda c: c.seconds, default=None)
+    slowest = f"slowest {slow.name} {slow.seconds:.1f} s" if slow is not None else ""
+    if report.error:
+        slowest = report.error.splitlines()[0][:100]
+    w = len(str(total))
+    return (f"[{done:{w}d}/{total}] {report.name:44s} {verdict:8s} {report.lower_seconds + report.verify_seconds:6.1f} s "
+            f"(lower {report.lower_seconds:.1f}, checks {report.verify_seconds:.1f})  {slowest}")
 
 
 def verify_job(job: Job, keep=None) -> KernelReport:

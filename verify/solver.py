@@ -8,11 +8,30 @@ import z3
 
 from .z3expr import DTYPE_RANGE
 
-DEFAULT_TIMEOUT_MS = int(os.environ.get("KDA_VERIFY_TIMEOUT_MS", "8000"))
+# Each query gets a Z3 resource limit (`rlimit`, in Z3's deterministic resource units) instead
+# of a wall-clock timeout, and runs in a fresh Z3 context (see _check), so a verdict depends
+# neither on the machine's speed or load nor on what the worker solved before. The largest
+# query of the 28 released builds takes RLIMIT_MEASURED units (z3 4.15.4; the same with 1, 2
+# and 4 workers; `python -m verify` prints each run's largest). RLIMIT leaves ~25x headroom;
+# a query that exhausts it takes 3-13 s on the 2-core development machine (the old wall-clock
+# limit was 8 s). KDA_VERIFY_RLIMIT overrides it (0: no limit).
+RLIMIT_MEASURED = 814_119
+RLIMIT = 20_000_000
+DEFAULT_RLIMIT = int(os.environ.get("KDA_VERIFY_RLIMIT", str(RLIMIT)))
 PER_INSTANCE_ROLES = ("thread", "loop", "unknown")
 
 _memo: dict = {}
-stats = {"queries": 0, "cached": 0, "seconds": 0.0, "unknown": 0}
+# queries (cached: answered from the memo), unknown, seconds of solving, rlimit units used
+# (total and the largest single query), for the whole process
+stats = {"queries": 0, "cached": 0, "seconds": 0.0, "unknown": 0, "rlimit": 0, "rlimit_max": 0}
+
+
+def _rlimit_count(s) -> int:
+    """Z3's resource counter (cumulative over the context), as a solver's statistics show it."""
+    try:
+        return int(s.statistics().get_key_value("rlimit count"))
+    except (z3.Z3Exception, KeyError):
+        return 0
 
 
 def _subterms(term, seen):
@@ -47,10 +66,10 @@ def _apps(term, acc, seen):
 class Ctx:
     """Constraint builder for one kernel."""
 
-    def __init__(self, kernel, timeout_ms: int = DEFAULT_TIMEOUT_MS):
+    def __init__(self, kernel, rlimit: int = None):
         self.k = kernel
         self.syms = kernel.syms
-        self.timeout_ms = timeout_ms
+        self.rlimit = DEFAULT_RLIMIT if rlimit is None else rlimit
         self._inst_cache = {}
 
     # -- instances -------------------------------------------------------------------
@@ -233,43 +252,58 @@ class Ctx:
         return out
 
     # -- solving -----------------------------------------------------------------------
-    def solve(self, formulas, timeout_ms=None, facts=True):
+    def solve(self, formulas, rlimit=None, facts=True):
         """Returns ('sat', model) | ('unsat', None) | ('unknown', reason).
 
+        rlimit: this query's Z3 resource limit (default: the context's).
         facts=False skips the facts about loaded values when the caller only acts on UNSAT."""
         formulas = list(formulas)
         # Facts about loaded values only ever remove models: UNSAT without them is final,
         # and most queries are UNSAT, so the (costly) collection runs only when needed.
-        out = self._check(formulas, timeout_ms)
+        out = self._check(formulas, rlimit)
         if out[0] == "unsat" or not facts:
             return out
         extra = self.axioms(formulas)
         if not extra:
             return out
-        return self._check(formulas + extra, timeout_ms)
+        return self._check(formulas + extra, rlimit)
 
-    def _check(self, formulas, timeout_ms):
+    def _check(self, formulas, rlimit):
         # z3 hash-conses terms: structurally equal formulas are the same AST node, so the
         # ids identify a query exactly as long as the terms stay alive (the memo keeps them)
-        key = (tuple(f.get_id() for f in formulas), timeout_ms or self.timeout_ms)
+        limit = self.rlimit if rlimit is None else rlimit
+        key = (tuple(f.get_id() for f in formulas), limit)
         hit = _memo.get(key)
         stats["queries"] += 1
         if hit is not None and all(a.eq(b) for a, b in zip(hit[0], formulas)):
             stats["cached"] += 1
             return hit[1]
-        s = z3.Solver()
-        s.set("timeout", timeout_ms or self.timeout_ms)
-        s.add(*formulas)
+        # Each query runs in a fresh Z3 context of its own: the work Z3 does (and so the
+        # resource units it counts) then depends on the query alone, not on what the worker
+        # process solved before (the main context's term numbering and caches), so a verdict
+        # is the same whichever worker, order or machine runs it.
+        zctx = z3.Context()
+        s = z3.Solver(ctx=zctx)
+        if limit:
+            s.set("rlimit", limit)   # relative: this check may use `limit` more units
+        s.add(*[f.translate(zctx) for f in formulas])
+        start = _rlimit_count(s)
         t0 = time.perf_counter()
         r = s.check()
         stats["seconds"] += time.perf_counter() - t0
+        used = max(0, _rlimit_count(s) - start)   # this check's resource units
+        stats["rlimit"] += used
+        stats["rlimit_max"] = max(stats["rlimit_max"], used)
         if r == z3.sat:
-            out = ("sat", s.model())
+            out = ("sat", s.model().translate(z3.main_ctx()))
         elif r == z3.unsat:
             out = ("unsat", None)
         else:
             stats["unknown"] += 1
-            out = ("unknown", s.reason_unknown())
+            why = s.reason_unknown()
+            if limit and used >= limit:
+                why = f"resource limit of {limit} Z3 units exhausted (KDA_VERIFY_RLIMIT; {why})"
+            out = ("unknown", why)
         _memo[key] = (list(formulas), out)
         return out
 

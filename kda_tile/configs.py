@@ -1,0 +1,97 @@
+"""Config dataclasses of the kernel builds, kept free of TileLang so that the registry,
+the release gate and `import kda_tile` never import it (TileLang's import alone costs ~0.7 s;
+the first kda_prefill call is budgeted at 300 ms). The kernel factories (k1_prepare.build_k1,
+k2_recurrence.build_k2) import these; a config's source is part of its builds' gate key.
+"""
+from dataclasses import dataclass
+from typing import Optional
+
+CHUNK = 16
+
+
+@dataclass(frozen=True)
+class K1Config:
+    varlen: bool = False
+    fast_math: bool = False
+    head_dim: int = 128
+    # 2 chunks (32 rows) keep shared memory near 50 KB, so four programs share an SM:
+    # 1.10 ms against 1.87 ms for 4 chunks at H96 1x8192 (bench/results/2026-11-29-variants.json).
+    chunks_per_cta: int = 2
+    threads: int = 128
+    in_dtype: str = "bfloat16"
+    # Operand dtypes of K2's products. Every value stored in them is bounded by 1 in
+    # magnitude (decays <= 1, unit-norm k, |A| <= 1), so fp16's extra mantissa bits are free.
+    ws_dtype: str = "float16"  # kd, qd, kr
+    mat_dtype: str = "float16"  # Ab, Mqk
+    # Worst shared-memory bank-conflict degree `verify` accepts for this kernel.
+    bank_conflict_budget: int = 8
+
+    @property
+    def name(self) -> str:
+        return "k1_prepare_" + ("varlen" if self.varlen else "fixed") + ("_fast" if self.fast_math else "")
+
+    def pass_configs(self) -> dict:
+        return {"tl.enable_fast_math": self.fast_math}
+
+    def derived_vars(self) -> dict[str, str]:
+        """Shape variables that no input tensor fixes, as expressions of those that do."""
+        if self.varlen:
+            return {"NC": "T // 16 + (N1 - 1)"}
+        return {"NC": "B * ((T + 15) // 16)"}
+
+    def scalar_preconditions(self) -> list[str]:
+        """Ranges of the scalar parameters. lower_bound >= -5 keeps 2^(+-G) inside bf16 over a
+        16-token chunk (KDA.md section 2)."""
+        return ["lower_bound >= -5.0", "lower_bound < 0.0", "scale > 0.0", "scale < 1e30"]
+
+    def preconditions(self) -> list[str]:
+        pre = ["B >= 1", "T >= 1", "H >= 1", "H <= 256", "B * T * H <= 2**23"]
+        pre += [f"NC == {self.derived_vars()['NC']}"]
+        if self.varlen:
+            pre += ["B == 1", "N1 >= 2", "N1 <= 2**16"]
+        return pre
+
+
+@dataclass(frozen=True)
+class K2Config:
+    varlen: bool = False
+    initial_state: Optional[str] = None  # None, "float32" or "bfloat16"
+    final_state: bool = False            # its dtype follows initial_state (float32 without one)
+    head_dim: int = 128
+    value_dim: int = 128
+    block_v: int = 64
+    threads: int = 128
+    num_stages: int = 2
+    in_dtype: str = "bfloat16"
+    # fp16 operands (see K1Config). The state snapshot St and Wt, Ut scale with v: |v| and
+    # |state| entries must stay below fp16's 65504.
+    ws_dtype: str = "float16"
+    mat_dtype: str = "float16"
+    bank_conflict_budget: int = 8
+
+    @property
+    def final_state_dtype(self) -> Optional[str]:
+        if not self.final_state:
+            return None
+        return self.initial_state or "float32"
+
+    @property
+    def name(self) -> str:
+        h0 = {None: "h0none", "float32": "h0f32", "bfloat16": "h0bf16"}[self.initial_state]
+        ht = "ht" if self.final_state else "htnone"
+        return "k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}_bv{self.block_v}"
+
+    def pass_configs(self) -> dict:
+        return {}
+
+    def derived_vars(self) -> dict[str, str]:
+        if self.varlen:
+            return {"NC": "T // 16 + (N1 - 1)"}
+        return {"NC": "B * ((T + 15) // 16)"}
+
+    def preconditions(self) -> list[str]:
+        pre = ["B >= 1", "T >= 1", "H >= 1", "H <= 256", "B * T * H <= 2**23"]
+        pre += [f"{v} == {e}" for v, e in self.derived_vars().items()]
+        if self.varlen:
+            pre += ["B == 1", "N1 >= 2", "N1 <= 2**16"]
+        return pre

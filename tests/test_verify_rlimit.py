@@ -1,0 +1,65 @@
+"""Z3 queries run under a resource limit (rlimit), not a wall-clock timeout: verdicts and the
+solver's work are the same on an idle and on a fully loaded CPU."""
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import z3
+
+from verify import solver
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = "k2_recurrence_varlen_h0f32_htnone_bv64"   # one of the quickest released builds to verify
+
+
+def _env(**extra):
+    env = dict(os.environ, **extra)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _verify_small(tmp_path, tag):
+    out = tmp_path / f"{tag}.json"
+    p = subprocess.run([sys.executable, "-m", "verify", "--only", SMALL, "--jobs", "1", "--json", str(out)],
+                       cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    (k,) = doc["kernels"]
+    verdicts = {c["name"]: c["status"] for c in k["checks"]}
+    stats = {n: v for n, v in doc["solver"][SMALL].items() if n != "solver_seconds"}   # seconds vary
+    return k["status"], verdicts, stats
+
+
+def test_verdicts_and_solver_work_identical_under_load(tmp_path):
+    idle = _verify_small(tmp_path, "idle")
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(max(2, os.cpu_count() or 2))]
+    try:
+        loaded = _verify_small(tmp_path, "loaded")
+    finally:
+        for p in hogs:
+            p.kill()
+            p.wait()
+    assert idle[0] == "proved"
+    assert idle[1] == loaded[1]
+    assert idle[2] == loaded[2]          # queries, memo hits, unknowns, resource units, largest query
+    assert idle[2]["queries"] > 0 and idle[2]["rlimit"] > 0
+
+
+def test_a_query_over_its_limit_is_unknown_and_says_why():
+    x, y, z = z3.Ints("x y z")
+    hard = [x * x * y + z * z * x == 1234567, x > 1, y > 1, z > 1, x * y * z < 10 ** 9]
+    ctx = solver.Ctx(types.SimpleNamespace(syms=None), rlimit=2000)
+    status, why = ctx.solve(hard, facts=False)
+    assert status == "unknown" and "resource limit of 2000" in why and "KDA_VERIFY_RLIMIT" in why
+    assert solver.Ctx(types.SimpleNamespace(syms=None), rlimit=0).solve([x > 1, x < 3], facts=False)[0] == "sat"
+
+
+def test_default_limit_has_headroom_over_the_released_builds_and_env_overrides():
+    assert solver.RLIMIT >= 5 * solver.RLIMIT_MEASURED > 0
+    code = "from verify import solver; print(solver.DEFAULT_RLIMIT)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(KDA_VERIFY_RLIMIT="12345"),
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "12345"
