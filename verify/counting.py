@@ -129,7 +129,9 @@ def linear(term, name):
 
 
 def bound_of(cond, name):
-    """('ge', t) for v >= t, ('lt', t) for v < t, ('eq', t) for v == t, or None."""
+    """('ge', t) for v >= t, ('lt', t) for v < t, ('eq', t) for v == t, or None. An equation
+    a*v == e with |a| > 1 gives ('eq', e / a, [side conditions]): v == e / a when a divides e
+    (the side conditions, free of v), no v otherwise."""
     neg = False
     while z3.is_not(cond):
         neg = not neg
@@ -151,7 +153,8 @@ def bound_of(cond, name):
     a, t = r                      # a*v + t  op  0
     if op == "==":
         if abs(a) != 1:
-            return None
+            # a v == -t: v = -t / a where a divides t, no v otherwise (slot j * 2 == b)
+            return "eq", (-t) / a, [t % abs(a) == 0]
         return "eq", -t if a == 1 else t
     if a < 0:                     # flip to a positive coefficient
         a, t = -a, -t
@@ -324,6 +327,7 @@ class Counts:
                     hi2 = _zmin(hi2, b[1])
                 else:
                     lo2, hi2 = _zmax(lo2, b[1]), _zmin(hi2, b[1] + 1)
+                    rest = rest + [z3.simplify(c) for c in (b[2] if len(b) > 2 else ())]
             keep = ordered and not folded
             if not other and not wv:
                 out.append((rest, z3.simplify(w * span(lo2, hi2, keep))))
