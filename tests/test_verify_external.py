@@ -15,7 +15,7 @@ from verify.report import FAILED, PROVED
 
 EXTERNAL = Path(__file__).parent / "external"
 MODULES = sorted(p.stem for p in EXTERNAL.glob("*.py") if p.stem != "__init__")
-SLOW = {"persistent"}      # gemm_persistent takes minutes
+SLOW = {"persistent", "kda_tile_fused_p1"}   # gemm_persistent takes minutes
 
 
 def _module(m):

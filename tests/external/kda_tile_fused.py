@@ -1,9 +1,12 @@
-"""kda_tile's warp-specialized fused forward (kda_tile/fused.py, this repository): three
-warpgroups, an unrolled TMA prologue over three raw slots (load_full: 32 arrivals plus TMA
-bytes), a two-slot ring (ring_full: 128 producer arrivals; ring_empty: 256, 128 from each
-consumer warpgroup), register-resident RS-wgmma chains, named barriers and AllReduce in the
-producer, setmaxnreg per role. It ran correctly on the H200 (126 randomized runs against a
-float64 reference); both configurations must be proved."""
+"""kda_tile's warp-specialized fused forward (kda_tile/fused.py, this repository), in the two
+configurations it was first verified in. With the default two producers: four warpgroups (two
+consumers running register-resident RS-wgmma chains, two producers dealt chunks round-robin),
+each producer's TMA prologue unrolled over its raw slots (`for j in unroll(2): if j * 2 < nch:
+load(..., load_full[j * 2])`, load_full: 32 arrivals plus TMA bytes), a ring published through
+ring_full (128 producer arrivals) and ring_empty (256: 128 from each consumer warpgroup), named
+barriers, AllReduce, shuffles, vector shared accesses, mma.sync with ldmatrix, setmaxnreg per
+role. It ran correctly on the H200 (149 randomized runs against a float64 reference); both
+configurations must be proved. The one-producer variants are in kda_tile_fused_p1.py."""
 import sys
 from pathlib import Path
 
