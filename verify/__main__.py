@@ -34,6 +34,7 @@ a table entry naming a kernel KERNELS does not define is an error):
     MONOTONE = {"cu_seqlens": ("N1", "T")}   # buffers read as 0 = c[0] <= ... <= c[N1-1] = T
                                              # (default: cu_seqlens over N1 and T)
     MUTATIONS = {}                     # name -> (kernel, function rewriting its lowered device PrimFunc)
+    STRICT = []                        # kernels whose warnings are errors (as with --strict)
 
 A warning (an access in bounds only through a guard TileLang inserted) does not fail the run
 unless --strict.
