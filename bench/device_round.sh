@@ -10,6 +10,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh attrib  # fused producer stage attribution, ncu stalls
 #   source .devbundle/activate.sh && bash bench/device_round.sh integration  # custom op, compile, graphs, fla backend
 #   source .devbundle/activate.sh && bash bench/device_round.sh startup # import + first call, warm and cold
+#   source .devbundle/activate.sh && bash bench/device_round.sh manyseq # packed batches of many short sequences
+#   source .devbundle/activate.sh && bash bench/device_round.sh varlen  # build, hang probes, varlen GPU tests, manyseq
 set -uo pipefail
 mode=${1:-tests}
 OUT=${OUT:-/tmp/kda-out}; mkdir -p "$OUT"
@@ -46,6 +48,16 @@ case "$mode" in
     # torch.compile / CUDA graphs through the custom op, the fla backend on vs off, argument errors
     timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py > "$OUT/pytest_integration.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_integration.log" | tail -25 ;;
+  varlen)
+    timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED|NOT VERIFIED"
+    bash bench/hang_round.sh 2>&1 | tee "$OUT/hang_round.log"
+    timeout 200 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k "varlen or many" \
+      > "$OUT/pytest_varlen.log" 2>&1; grep -E "passed|failed|FAILED|Error" "$OUT/pytest_varlen.log" | tail -12
+    timeout 150 python bench/manyseq.py sweep --out "$OUT" --timeout 20 > "$OUT/manyseq.log" 2>&1
+    grep -v '^{' "$OUT/manyseq.log" | tail -10 ;;
+  manyseq)
+    timeout 400 python bench/manyseq.py sweep --out "$OUT" --timeout ${MANYSEQ_TIMEOUT:-20} > "$OUT/manyseq.log" 2>&1
+    grep -v '^{' "$OUT/manyseq.log" | tail -14 ;;
   chain)
     timeout 150 python bench/chain_step.py > "$OUT/chain_step.log" 2>&1; tail -8 "$OUT/chain_step.log" ;;
   fusedpeers)

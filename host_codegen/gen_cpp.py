@@ -7,6 +7,7 @@ Exports (TVM-FFI packed functions):
       then K2 on the caller's current stream. flags: bit 0 full validation (cu_seqlens
       contents); bit 2 dry run on CPU tensors (no driver calls); bit 3 return o alone;
       bit 4 record phase timestamps; bit 5 skip the launches; bit 6 fresh workspace (no cache);
+      bits 8, 9 skip K1, K2 (diagnostics);
       bit 7 submit K1+K2 as one graph launch instead of two kernel launches (not while capturing).
       The workspace is kept across calls per (device, stream), except while capturing a graph.
   validate_only(<same 11>, o, final_state, flags, expect_device_type) -> [shape vars..., lower_bound, scale]
@@ -413,16 +414,17 @@ void launch_graph(const Launch* L, int dev, CUstream stream) {
 
 // K1 then K2 on `stream`: two cuLaunchKernel calls, or one graph launch (`graph`; never while
 // the stream is capturing, where the two kernels are captured as they are).
-void launch_pair(Launch* L, int dev, CUstream stream, bool graph, bool prof) {
+void launch_pair(Launch* L, int dev, CUstream stream, bool graph, bool prof, int skip) {
   Driver* d = driver();
   for (int i = 0; i < 2; ++i) ensure_smem(*L[i].k, L[i].smem);
-  if (graph) {
+  if (graph && !skip) {
     launch_graph(L, dev, stream);
     mark(prof);
     return;
   }
   for (int i = 0; i < 2; ++i) {
     const Launch& l = L[i];
+    if (skip & (1 << i)) continue;
     check_cu(d->cuLaunchKernel(l.k->fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
                                static_cast<unsigned>(l.smem), stream, l.args, nullptr),
              i == 0 ? "cuLaunchKernel(K1)" : "cuLaunchKernel(K2)");
@@ -731,7 +733,7 @@ def generate(spec: EntrySpec) -> str:
     L.append(f"  int64_t flags = num_args > {FLAGS_INDEX} ? A[{FLAGS_INDEX}].v_int64 : 0;")
     L.append("  // flags bit 0: full validation; bit 2: dry run on CPU tensors (everything but the driver calls);")
     L.append("  // bit 4: record phase timestamps (last_profile); bit 5: skip both launches; bit 6: fresh workspace;")
-    L.append("  // bit 7: one graph launch for K1+K2.")
+    L.append("  // bit 7: one graph launch for K1+K2; bits 8, 9: skip K1, K2 (diagnostics: one kernel alone).")
     L.append("  const bool dry = (flags & 4) != 0;")
     L.append("  const bool prof = (flags & 16) != 0;")
     L.append("  if (prof) g_prof.n = 0;")
@@ -838,7 +840,8 @@ def generate(spec: EntrySpec) -> str:
         L.append(f"  check_grid({g[0]}, {g[1]}, {g[2]});")
         L.append(f"  launches[{ki}] = Launch{{dk ? &dk->k[{ki}] : nullptr, {{{g[0]}, {g[1]}, {g[2]}}}, {{{b[0]}, {b[1]}, {b[2]}}}, {_c(ks.smem)}, {tag}_args}};")
         L.append("  mark(prof);")
-    L.append("  if (!dry && !(flags & 32)) launch_pair(launches, dev.device_id, stream, (flags & 128) && !capturing, prof);")
+    L.append("  if (!dry && !(flags & 32)) launch_pair(launches, dev.device_id, stream, (flags & 128) && !capturing, prof, "
+             "static_cast<int>((flags >> 8) & 3));")
     o_ret = "new_o" if "o" in out_names else "ffi::Optional<ffi::Tensor>()"
     ht_ret = "new_final_state" if "final_state" in out_names else "ffi::Optional<ffi::Tensor>()"
     L.append("  // flags bit 3: return o alone (a Tensor, or None when the caller passed o); a single return")

@@ -9,10 +9,10 @@ tokens it computes, with G the per-channel cumulative base-2 log-decay inside th
     Ab = A diag(beta)                           (so K2 needs no beta: U = Ab (v - kd S0))
     Mqk = lower_incl_diag(qd ki^T)
 
-and writes them to the workspace read by K2. Chunk slots are numbered sequence by
-sequence; slot `s` of a varlen batch belongs to sequence n when
-sum_{m<n} ceil(len_m / 16) <= s < sum_{m<=n} ceil(len_m / 16). Slots past the last chunk
-write nothing.
+and writes them to the workspace read by K2. Chunk j of sequence n goes to slot
+b * ceil(T / 16) + j in a fixed batch and to slot bos_n // 16 + n + j in a varlen one, so
+that K2 finds a sequence's first slot in O(1) and K1 a slot's sequence by binary search.
+Slots that hold no chunk (at most one per sequence, plus the tail) write nothing.
 """
 
 import tilelang.language as T
@@ -69,18 +69,29 @@ def build_k1(cfg: K1Config):
             if tx < CPB:
                 slot = bc * CPB + tx
                 if cfg.varlen:
-                    acc = T.alloc_var("int32", init=0)
-                    t0 = T.alloc_var("int32", init=0)
-                    ln = T.alloc_var("int32", init=0)
-                    for n in T.serial(N1 - 1):
-                        # Clamped so that any cu_seqlens contents stay inside the buffers.
-                        bos = T.max(T.min(T.Cast("int32", cu_seqlens[n]), Tn), 0)
-                        eos = T.max(T.min(T.Cast("int32", cu_seqlens[n + 1]), Tn), bos)
-                        nch = T.ceildiv(eos - bos, C)
-                        if slot >= acc and slot < acc + nch:
-                            t0 = bos + (slot - acc) * C
-                            ln = T.min(C, eos - t0)
-                        acc = acc + nch
+                    # Slot s holds chunk j of sequence n when s = f(n) + j, f(n) = bos_n // C + n,
+                    # j < ceil(len_n / C): f grows by at least ceil(len_n / C) from n to n + 1, so
+                    # the ranges are disjoint and below NC = T // C + N. n is the largest with
+                    # f(n) <= s: a binary search, 17 steps for N <= 2^16 (cu_seqlens clamped to
+                    # [0, T], so that any contents stay inside the buffers).
+                    lo = T.alloc_var("int32", init=0)
+                    hi = T.alloc_var("int32", init=N1 - 2)
+                    for _ in T.serial(17):
+                        # lo, hi stay in [0, N1 - 2]; the clamps say so to `verify`, which does
+                        # not infer loop invariants.
+                        mid = (T.max(T.min(lo, N1 - 2), 0) + T.max(T.min(hi, N1 - 2), 0) + 1) // 2
+                        f_mid = T.max(T.min(T.Cast("int32", cu_seqlens[mid]), Tn), 0) // C + mid
+                        if lo < hi:
+                            if f_mid <= slot:
+                                lo = mid
+                            else:
+                                hi = mid - 1
+                    n = T.max(T.min(lo, N1 - 2), 0)
+                    bos = T.max(T.min(T.Cast("int32", cu_seqlens[n]), Tn), 0)
+                    eos = T.max(T.min(T.Cast("int32", cu_seqlens[n + 1]), Tn), bos)
+                    j = slot - (bos // C + n)
+                    t0 = bos + j * C
+                    ln = T.if_then_else(j >= 0 and j < T.ceildiv(eos - bos, C), T.min(C, eos - t0), 0)
                     slot_b[tx] = 0
                     slot_t0[tx] = t0
                     slot_len[tx] = T.if_then_else(slot < NC, ln, 0)

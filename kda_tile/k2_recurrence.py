@@ -58,13 +58,11 @@ def build_k2(cfg: K2Config):
             seqlen = T.alloc_var("int32", init=0)
             slot0 = T.alloc_var("int32", init=0)
             if cfg.varlen:
-                # Clamped as in K1, so that any cu_seqlens contents stay inside the buffers.
-                for m in T.serial(n):
-                    lo = T.max(T.min(T.Cast("int32", cu_seqlens[m]), Tn), 0)
-                    hi = T.max(T.min(T.Cast("int32", cu_seqlens[m + 1]), Tn), lo)
-                    slot0 = slot0 + T.ceildiv(hi - lo, C)
+                # Clamped as in K1, so that any cu_seqlens contents stay inside the buffers;
+                # the sequence's first chunk slot is bos // C + n (see K1).
                 bos = T.max(T.min(T.Cast("int32", cu_seqlens[n]), Tn), 0)
                 seqlen = T.max(T.min(T.Cast("int32", cu_seqlens[n + 1]), Tn), bos) - bos
+                slot0 = bos // C + n
             else:
                 seqlen = Tn
                 slot0 = n * T.ceildiv(Tn, C)

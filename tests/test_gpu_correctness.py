@@ -157,3 +157,15 @@ def test_varlen_single_token_and_empty(lens):
     cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
     inp = _inputs(1, sum(lens), 4, cu=cu, seed=23 + sum(lens))
     _run_modes(f"varlen {lens} H=4", inp, cu)
+
+
+@pytest.mark.parametrize("N,H", [(4096, 1), (4096, 8), (1024, 32)])
+def test_many_sequences(N, H):
+    """Serving batches: thousands of short sequences, one in eight empty, the rest 1-80 tokens
+    (issue 9: such calls used to hang in K2)."""
+    gen = torch.Generator().manual_seed(N + H)
+    lens = torch.randint(1, 81, (N,), generator=gen)
+    lens[torch.randint(0, 8, (N,), generator=gen) == 0] = 0
+    cu = torch.cat([torch.zeros(1, dtype=torch.int64), lens.cumsum(0)]).cuda()
+    inp = _inputs(1, int(lens.sum()), H, cu=cu, seed=N * H)
+    _run_modes(f"many sequences N={N} H={H}", inp, cu, modes=[0, 4, 5])
