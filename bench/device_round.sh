@@ -11,6 +11,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh integration  # custom op, compile, graphs, fla backend
 #   source .devbundle/activate.sh && bash bench/device_round.sh startup # import + first call, warm and cold
 #   source .devbundle/activate.sh && bash bench/device_round.sh manyseq # packed batches of many short sequences
+#   source .devbundle/activate.sh && bash bench/device_round.sh short   # startup (3 warm runs) then integration
 #   source .devbundle/activate.sh && bash bench/device_round.sh varlen  # build, hang probes, varlen GPU tests, manyseq
 set -uo pipefail
 mode=${1:-tests}
@@ -48,6 +49,11 @@ case "$mode" in
     # torch.compile / CUDA graphs through the custom op, the fla backend on vs off, argument errors
     timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py > "$OUT/pytest_integration.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_integration.log" | tail -25 ;;
+  short)
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | tee "$OUT/build.log" | grep -E "FAILED|NOT VERIFIED"
+    timeout 200 python bench/startup.py --out "$OUT" --runs 3 2>&1 | tee "$OUT/startup.log" | tail -14
+    timeout 230 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py > "$OUT/pytest_integration.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_integration.log" | tail -20 ;;
   varlen)
     timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED|NOT VERIFIED"
     bash bench/hang_round.sh 2>&1 | tee "$OUT/hang_round.log"
