@@ -1,4 +1,4 @@
-"""Device round for the fused kernel (kda_tile/fused.py), through TileLang's own launcher.
+"""Device round for the fused kernel (kda_kernels/fused.py), through TileLang's own launcher.
 
     python bench/fused_round.py correctness   # fresh random inputs vs the float64 recurrence, poisoned outputs
     python bench/fused_round.py timing        # the bench shapes, probes (chain only, producer only)
@@ -49,7 +49,7 @@ for _np in (1, 2):
 
 def _compile(name):
     import tilelang
-    from kda_tile.fused import FusedConfig, build_fused
+    from kda_kernels.fused import FusedConfig, build_fused
     t0 = time.perf_counter()
     tilelang.compile(build_fused(FusedConfig(**VARIANTS[name])), target=TARGET, out_idx=None)
     return name, time.perf_counter() - t0
@@ -61,7 +61,7 @@ _KERNELS = {}
 def kernel(name):
     if name not in _KERNELS:
         import tilelang
-        from kda_tile.fused import FusedConfig, build_fused
+        from kda_kernels.fused import FusedConfig, build_fused
         _KERNELS[name] = tilelang.compile(build_fused(FusedConfig(**VARIANTS[name])), target=TARGET, out_idx=None)
     return _KERNELS[name]
 
@@ -112,7 +112,7 @@ def check_args(name, args):
     """The call matches the kernel's parameters in count, dtype and rank (runs on the CPU too)."""
     import torch
     if name not in _SIGS:
-        from kda_tile.fused import FusedConfig, build_fused
+        from kda_kernels.fused import FusedConfig, build_fused
         f = build_fused(FusedConfig(**VARIANTS[name]))
         _SIGS[name] = [(f.buffer_map[p].name, str(f.buffer_map[p].dtype), len(f.buffer_map[p].shape))
                        if p in f.buffer_map else (p.name, str(p.dtype), None) for p in f.params]
@@ -157,7 +157,7 @@ def inputs(B, T, H, lens=None, seed=0, qk_scale=(1.0, 1.0), lb=LB, g_raw=None, d
 def reference(d, varlen, h0_dtype):
     """float64 reference; d["h0"] holds bf16-representable values, so one reference serves both
     state dtypes. Long inputs use the chunked float64 form (equal to the recurrence to ~1e-10)."""
-    from kda_tile import reference as R
+    from kda_kernels import reference as R
     s0 = None if h0_dtype is None else d["h0"]
     fn = R.kda_chunked if d["q"].shape[1] >= 1024 else R.kda_recurrent
     return fn(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"], dt_bias=d["dt_bias"],
@@ -171,7 +171,7 @@ def smoke():
 
 def correctness(smoke=False):
     import torch
-    from kda_tile.reference import rel_err
+    from kda_kernels.reference import rel_err
     cases = []  # (label, B, T, H, lens, kwargs)
     if smoke:
         cases = [("smoke fixed B=2 T=40 H=2", 2, 40, 2, None, {}), ("smoke varlen [17,0,30] H=2", 1, 47, 2, [17, 0, 30], {})]
@@ -280,7 +280,7 @@ def peers():
     and what each mode computes against the float64 recurrence."""
     import torch
     from triton.testing import do_bench
-    from kda_tile.reference import rel_err
+    from kda_kernels.reference import rel_err
     rows = []
     for H, T in [(8, 8192), (96, 8192)]:
         d = inputs(1, T, H, seed=7)

@@ -26,7 +26,7 @@ def mark(what):
 
 
 from kda_tile import api, kda_prefill  # noqa: E402
-from kda_tile.reference import random_inputs  # noqa: E402
+from kda_kernels.reference import random_inputs  # noqa: E402
 
 T = N * L
 if fixed:

@@ -23,7 +23,7 @@ SWEEP = [  # (sequences, tokens each, heads); growing, so that a timeout costs l
 def probe(N: int, L: int, H: int) -> dict:
     import torch
     from kda_tile import kda_prefill
-    from kda_tile.reference import kda_recurrent, random_inputs, rel_err
+    from kda_kernels.reference import kda_recurrent, random_inputs, rel_err
 
     T = N * L
     cu = torch.arange(0, T + 1, L, dtype=torch.int64)

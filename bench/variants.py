@@ -19,9 +19,9 @@ K2_VARIANTS = [dict(block_v=64, num_stages=2), dict(block_v=32, num_stages=2)]
 
 
 def builds():
-    from kda_tile.k1_prepare import K1Config
-    from kda_tile.k2_recurrence import K2Config
-    from kda_tile.registry import Build
+    from kda_kernels.k1_prepare import K1Config
+    from kda_kernels.k2_recurrence import K2Config
+    from kda_kernels.registry import Build
     k1s = [Build("k1", K1Config(varlen=True, **v)) for v in K1_VARIANTS]
     k2s = [Build("k2", K2Config(varlen=True, initial_state="float32", final_state=True, **v)) for v in K2_VARIANTS]
     return k1s, k2s
@@ -39,7 +39,8 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT") or "bench/results")
     args = ap.parse_args()
     from triton.testing import do_bench
-    from kda_tile import _launch, reference
+    from kda_tile import _launch
+    from kda_kernels import reference
     k1s, k2s = builds()
     with cf.ProcessPoolExecutor(8) as ex:
         list(ex.map(_compile, range(len(k1s) + len(k2s))))

@@ -21,7 +21,7 @@ graph it allocates a fresh workspace and launches the kernels plainly, so they a
 Caches (under cache_dir(), $KDA_TILE_CACHE/host_codegen, default ~/.cache/kda_tile/host_codegen):
   kernels/<sha(generator, gate key)>/  one per build: the KernelSpec read from its lowered IR
       (spec.pickle), its CUDA source, its sm_90a cubin and meta.json (name, IR hash, gate key,
-      shared memory). Keyed by the build's gate key (kda_tile.buildkey), so a warm process
+      shared memory). Keyed by the build's gate key (kda_kernels.buildkey), so a warm process
       reads the spec without lowering; a changed source, config or TileLang gets a fresh one.
   <entry key>/  one per (K1, K2) pair: the generated C++ (entry.cc), its TVM-FFI module, the
       Python front (fast.py) and binding.json, written last, naming the generator and the IR
@@ -92,7 +92,7 @@ def generator_id() -> str:
 
 def kernel_dir(build) -> str:
     """The cache folder of one build, keyed by its gate key (not created)."""
-    from kda_tile import buildkey
+    from kda_kernels import buildkey
     key = hashlib.sha256((generator_id() + buildkey.gate_key(build)).encode()).hexdigest()[:32]
     return os.path.join(cache_dir(), "kernels", key)
 
@@ -135,7 +135,7 @@ def _plain(x):
 def prepare_kernel(build, lowered=None) -> KernelSpec:
     """Lower the build (unless given its artifact), read its KernelSpec and write the build's
     cache folder: kernel.cu, spec.pickle, then meta.json (its presence marks the folder complete)."""
-    from kda_tile import buildkey, registry
+    from kda_kernels import buildkey, registry
     d = kernel_dir(build)
     os.makedirs(d, exist_ok=True)
     art = lowered if lowered is not None else registry.lower(build)
@@ -237,7 +237,7 @@ class PyEntry:
 @functools.lru_cache(maxsize=None)
 def _jit(build):
     import tilelang
-    from kda_tile import registry
+    from kda_kernels import registry
     return tilelang.compile(build.prim_func(), target=registry.TARGET, pass_configs=build.config.pass_configs())
 
 
@@ -257,7 +257,7 @@ def get_entry(k1_build, k2_build, backend: str = None):
 
 def released_pairs():
     """Every released configuration: (K1 build, K2 build) with the same varlen."""
-    from kda_tile import registry
+    from kda_kernels import registry
     k1s = [b for b in registry.RELEASED if b.stage == "k1"]
     k2s = [b for b in registry.RELEASED if b.stage == "k2"]
     return [(a, b) for a in k1s for b in k2s if a.config.varlen == b.config.varlen]

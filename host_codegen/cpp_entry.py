@@ -74,7 +74,7 @@ def _module(k1_build, k2_build):
 def compile_cuda(source: str, build) -> bytes:
     """CUDA source of one build compiled to an sm_90a cubin by TileLang's CUDA backend (which
     caches nvcc's output under TILELANG_CACHE_DIR)."""
-    from kda_tile import registry
+    from kda_kernels import registry
     from tilelang import tvm
     from tilelang.cuda.backend import tilelang_callback_cuda_compile
 

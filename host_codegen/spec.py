@@ -191,7 +191,7 @@ def _single_func(mod, want_attr=None):
 
 def read_kernel(build, artifact=None, prim_func=None) -> KernelSpec:
     """Build the KernelSpec of one registry Build from its lowered artifact."""
-    from kda_tile import registry
+    from kda_kernels import registry
     from tilelang import tvm
     from tvm import tirx
 

@@ -4,7 +4,7 @@ __all__ = ["kda_prefill", "empty_cache", "__version__"]
 
 
 def __getattr__(name):
-    # Lazy, so that `kda_tile.reference` imports without TileLang.
+    # Lazy, so that `kda_kernels.reference` imports without TileLang.
     if name in ("kda_prefill", "empty_cache"):
         from . import api
         globals()[name] = getattr(api, name)  # later lookups skip this hook (~1 us each)

@@ -18,14 +18,15 @@ from ._build import build
 
 def _inputs(device):
     import torch
-    from kda_tile import reference
+    from kda_kernels import reference
     B, T, H = 1, 100, 2
     return (B, T, H), reference.random_inputs(B, T, H, seed=0, state_dtype=torch.float32, device=device)
 
 
 def demo() -> int:
     import torch
-    from kda_tile import gate, reference
+    from kda_tile import gate
+    from kda_kernels import reference
     (B, T, H), inp = _inputs("cuda" if torch.cuda.is_available() else "cpu")
     args = (inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"])
     kw = dict(A_log=inp["A_log"], dt_bias=inp["dt_bias"], initial_state=inp["initial_state"], output_final_state=True)

@@ -19,7 +19,8 @@ def _quiet(verbose: bool):
 
 def _verification(build, ir_hash: str) -> str:
     """What the release gate will say about this build, in a word or a sentence."""
-    from kda_tile import buildkey, gate
+    from kda_tile import gate
+    from kda_kernels import buildkey
     rec = gate.load_manifest().get("builds", {}).get(build.name)
     if rec is None:
         return "NOT VERIFIED (no record: run python -m verify)"
@@ -35,7 +36,7 @@ def _verification(build, ir_hash: str) -> str:
 def _prepare_one(name: str) -> dict:
     """Worker: one build's host spec (lowering it unless cached) and cubin (nvcc unless cached)."""
     import host_codegen as hc
-    from kda_tile import registry
+    from kda_kernels import registry
     build = registry.BY_NAME[name]
     t0 = time.perf_counter()
     d = hc.kernel_dir(build)
@@ -102,7 +103,7 @@ def _entry_line(r) -> str:
 
 def build(jobs: int, entries: bool = True, verbose: bool = False) -> int:
     import host_codegen as hc
-    from kda_tile import registry
+    from kda_kernels import registry
     names = [b.name for b in registry.RELEASED]
     t0 = time.perf_counter()
     print(f"kernels: {len(names)} released builds for {registry.TARGET}, {jobs} processes "

@@ -5,7 +5,7 @@ import os
 
 import torch
 
-from . import registry
+from kda_kernels import registry
 
 _TORCH_DTYPE = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

@@ -4,7 +4,9 @@ from typing import Optional
 
 import torch
 
-from . import gate, registry
+from kda_kernels import registry
+
+from . import gate
 
 _STATE_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
 

@@ -5,7 +5,7 @@ entry and its cubins) was built from the IR hash that record proved.
     check(build)                      -> the proved IR hash (raises UnverifiedBuildError)
     check_artifact(build, proved, built, what)  the artifact's IR hash is the proved one
 
-The key (kda_tile.buildkey) is a hash of the sources of the build's factory module and every
+The key (kda_kernels.buildkey) is a hash of the sources of the build's factory module and every
 kda_tile module it imports, its config, the TileLang and TVM versions and the target: the
 inputs its lowered IR is a function of. So the gate never lowers a build: a warm first call
 reads the manifest, hashes a few source files and loads the cached entry, whose binding
@@ -13,15 +13,17 @@ reads the manifest, hashes a few source files and loads the cached entry, whose 
 changed (an edited kernel, a different config or TileLang) is refused until `python -m verify`
 proves it again; KDA_TILE_ALLOW_UNVERIFIED=1 serves it anyway, with a warning.
 """
+import importlib.util
 import json
 import os
 import sys
 import warnings
 from pathlib import Path
 
-from . import buildkey, registry
+from kda_kernels import buildkey, registry
 
-MANIFEST = Path(__file__).with_name("manifest.json")
+# verify's package data, located without importing verify (the gate runs at first call).
+MANIFEST = Path(importlib.util.find_spec("verify").submodule_search_locations[0]) / "manifest.json"
 ALLOW_ENV = "KDA_TILE_ALLOW_UNVERIFIED"
 _checked: dict[str, str] = {}
 

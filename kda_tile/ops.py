@@ -45,7 +45,7 @@ def _(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, outpu
 @prefill.register_kernel("cpu")
 def _(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state, cu_seqlens,
       fast_math):
-    from . import reference
+    from kda_kernels import reference
     o, ht = reference.kda_recurrent(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound,
                                     scale=scale, initial_state=initial_state,
                                     output_final_state=output_final_state, cu_seqlens=cu_seqlens)

@@ -5,7 +5,7 @@ import torch
 
 import kda_tile
 from kda_tile import api
-from kda_tile.reference import random_inputs
+from kda_kernels.reference import random_inputs
 
 
 @pytest.fixture(autouse=True)

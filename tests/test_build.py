@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from kda_tile import registry
+from kda_kernels import registry
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is required to build the kernels")

@@ -6,7 +6,8 @@ import shutil
 
 import pytest
 
-from kda_tile import buildkey, gate, registry
+from kda_tile import gate
+from kda_kernels import buildkey, registry
 
 K1 = registry.find("k1", varlen=True, fast_math=False)
 K2 = registry.find("k2", varlen=False, initial_state="float32", final_state=True, block_v=64)
@@ -15,11 +16,11 @@ K2 = registry.find("k2", varlen=False, initial_state="float32", final_state=True
 def test_sources_follow_the_imports():
     s1 = set(buildkey.key_inputs(K1)["sources"])
     s2 = set(buildkey.key_inputs(K2)["sources"])
-    assert s1 == {"kda_tile/k1_prepare.py", "kda_tile/_math.py", "kda_tile/configs.py"}
-    assert s2 == {"kda_tile/k2_recurrence.py", "kda_tile/configs.py"}
+    assert s1 == {"kda_kernels/k1_prepare.py", "kda_kernels/_math.py", "kda_kernels/configs.py"}
+    assert s2 == {"kda_kernels/k2_recurrence.py", "kda_kernels/configs.py"}
     # a factory registered later gets its imports the same way (the fused kernel's module)
-    assert set(buildkey.source_files({"kda_tile.fused"})) == {"kda_tile/fused.py", "kda_tile/_math.py",
-                                                             "kda_tile/_tir.py"}
+    assert set(buildkey.source_files({"kda_kernels.fused"})) == {"kda_kernels/fused.py", "kda_kernels/_math.py",
+                                                             "kda_kernels/_tir.py"}
 
 
 def test_key_inputs_are_machine_independent():
@@ -27,7 +28,7 @@ def test_key_inputs_are_machine_independent():
     assert str(buildkey.PACKAGE_DIR) not in text
     inp = buildkey.key_inputs(K1)
     assert inp["target"] == registry.TARGET and inp["config"] == dataclasses.asdict(K1.config)
-    assert inp["tilelang"] and inp["tvm"] and inp["factory"] == "kda_tile.k1_prepare:build_k1"
+    assert inp["tilelang"] and inp["tvm"] and inp["factory"] == "kda_kernels.k1_prepare:build_k1"
 
 
 def test_tvm_version_read_without_import_matches_tvm():
@@ -60,8 +61,8 @@ def test_unchanged_build_is_served_without_lowering(manifest):
 
 @pytest.fixture
 def package_copy(tmp_path, monkeypatch):
-    """The key reads the sources from a copy of kda_tile that the test may edit."""
-    root = tmp_path / "pkg" / "kda_tile"
+    """The key reads the sources from a copy of kda_kernels that the test may edit."""
+    root = tmp_path / "pkg" / "kda_kernels"
     shutil.copytree(buildkey.PACKAGE_DIR, root, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(buildkey, "PACKAGE_DIR", root)
     buildkey._cached.cache_clear()
@@ -97,7 +98,7 @@ def test_a_new_import_joins_the_sources(manifest, package_copy):
     f = package_copy / "k2_recurrence.py"
     f.write_text(f.read_text() + "\nfrom . import _tir  # noqa\n")
     buildkey._cached.cache_clear()
-    with pytest.raises(gate.UnverifiedBuildError, match="kda_tile/_tir.py is a new source"):
+    with pytest.raises(gate.UnverifiedBuildError, match="kda_kernels/_tir.py is a new source"):
         gate.check(K2)
 
 
@@ -148,9 +149,9 @@ def test_artifact_bound_to_another_ir_is_refused(manifest):
 
 def test_imports_in_function_bodies_count_and_text_in_strings_does_not(manifest, package_copy):
     f = package_copy / "k2_recurrence.py"
-    f.write_text(f.read_text() + '\n"""import kda_tile.reference"""\n')
+    f.write_text(f.read_text() + '\n"""import kda_kernels.reference"""\n')
     buildkey._cached.cache_clear()
-    assert "kda_tile/reference.py" not in buildkey.key_inputs(K2)["sources"]
+    assert "kda_kernels/reference.py" not in buildkey.key_inputs(K2)["sources"]
     f.write_text(f.read_text() + "\n\ndef _later():\n    from .reference import CHUNK  # noqa\n    return CHUNK\n")
     buildkey._cached.cache_clear()
-    assert "kda_tile/reference.py" in buildkey.key_inputs(K2)["sources"]
+    assert "kda_kernels/reference.py" in buildkey.key_inputs(K2)["sources"]

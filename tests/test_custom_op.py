@@ -7,7 +7,7 @@ import torch
 
 import kda_tile
 from kda_tile import ops
-from kda_tile.reference import random_inputs
+from kda_kernels.reference import random_inputs
 
 
 def case(B=1, T=20, H=2, state=torch.float32, cu=None, seed=0):

@@ -12,7 +12,8 @@ from fla.ops.kda import chunk_kda  # noqa: E402
 from fla.ops.kda.naive import naive_recurrent_kda  # noqa: E402
 
 import kda_tile.fla as backend  # noqa: E402
-from kda_tile import api, reference  # noqa: E402
+from kda_kernels import reference  # noqa: E402
+from kda_tile import api  # noqa: E402
 
 H, K = 3, 128
 LB = -4.0

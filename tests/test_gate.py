@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from kda_tile import buildkey, gate, registry
+from kda_tile import gate
+from kda_kernels import buildkey, registry
 
 BUILD = registry.find("k2", varlen=False, initial_state=None, final_state=False, block_v=64)
 

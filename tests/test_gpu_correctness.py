@@ -42,7 +42,7 @@ def _flush():
 
 def _refs(inp, cu, modes, scale=None):
     """float64 references for the initial-state choices the modes need, one per input set."""
-    from kda_tile import reference as R
+    from kda_kernels import reference as R
     args = dict(gate_kind="safe", A_log=inp["A_log"], dt_bias=inp["dt_bias"], lower_bound=inp["lower_bound"],
                 scale=scale, output_final_state=True, cu_seqlens=cu)
     refs = {}
@@ -73,7 +73,7 @@ def _inputs(B, T, H, cu=None, seed=0, g_raw=None, dt_bias=None, qk_scale=(1.0, 1
 
 def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False):
     import kda_tile
-    from kda_tile.reference import rel_err
+    from kda_kernels.reference import rel_err
     refs = _refs(inp, cu, modes)
     failures = []
     for mi in modes:

@@ -15,7 +15,7 @@ import host_codegen as hc
 from host_codegen import expr as X
 from host_codegen import gen_cpp, gen_py
 from host_codegen import rules as R
-from kda_tile import registry
+from kda_kernels import registry
 
 K = V = 128
 BF = torch.bfloat16
@@ -658,7 +658,7 @@ def test_cpp_fast_front_state_errors_name_initial_state(pair):
 
 def test_fast_front_without_initial_state_allocates_from_shapes():
     from host_codegen import gen_py
-    from kda_tile import registry
+    from kda_kernels import registry
     k1 = registry.find("k1", varlen=True, fast_math=False)
     k2 = registry.find("k2", varlen=True, initial_state=None, final_state=True)
     src = gen_py.generate_fast(hc.entry_spec(k1, k2))

@@ -30,7 +30,7 @@ CASES = [
 
 
 def _builds(varlen, fast_math, h0, ht):
-    from kda_tile import registry
+    from kda_kernels import registry
     return (registry.find("k1", varlen=varlen, fast_math=fast_math),
             registry.find("k2", varlen=varlen, initial_state=h0, final_state=ht))
 
@@ -43,7 +43,7 @@ def _cu(lens):
 
 
 def _inputs(B, T, H, lens, h0, seed):
-    from kda_tile import reference as R
+    from kda_kernels import reference as R
     cu = None
     if lens is not None:
         B, T = 1, sum(lens)
@@ -60,7 +60,7 @@ def _args(inp):
 
 
 def _reference(inp, want_ht):
-    from kda_tile import reference as R
+    from kda_kernels import reference as R
     return R.kda_recurrent(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], gate_kind="safe",
                            A_log=inp["A_log"], dt_bias=inp["dt_bias"], lower_bound=inp["lower_bound"],
                            initial_state=inp["initial_state"], output_final_state=want_ht,
@@ -68,7 +68,7 @@ def _reference(inp, want_ht):
 
 
 def _check(o, ht, inp, want_ht, label):
-    from kda_tile.reference import rel_err
+    from kda_kernels.reference import rel_err
     torch.cuda.synchronize()
     o_ref, ht_ref = _reference(inp, want_ht)
     e_o = rel_err(o, o_ref)

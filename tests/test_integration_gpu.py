@@ -17,7 +17,7 @@ TOL = 5e-3
 
 
 def inputs(B, T, H, lens=None, seed=0, state=torch.float32):
-    from kda_tile import reference as R
+    from kda_kernels import reference as R
     cu = None
     if lens is not None:
         B, T = 1, sum(lens)
@@ -26,7 +26,7 @@ def inputs(B, T, H, lens=None, seed=0, state=torch.float32):
 
 
 def ref(x):
-    from kda_tile import reference as R
+    from kda_kernels import reference as R
     return R.kda_recurrent(x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
                            initial_state=x["initial_state"], output_final_state=True, cu_seqlens=x["cu_seqlens"])
 
@@ -40,7 +40,7 @@ class Layer(torch.nn.Module):
 
 
 def test_compile_fullgraph_matches_eager_and_captures():
-    from kda_tile.reference import rel_err
+    from kda_kernels.reference import rel_err
     x = inputs(2, 300, 4, seed=1)
     args = [x[n] for n in ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")]
     layer = Layer()
@@ -80,7 +80,7 @@ def test_fla_chunk_kda_with_and_without_the_backend(H, lens, state_v_first, monk
     from fla.ops.kda import chunk_kda
 
     import kda_tile.fla as backend
-    from kda_tile.reference import rel_err
+    from kda_kernels.reference import rel_err
     x = inputs(1, None, H, lens=lens, seed=H + len(lens))
     h0 = x["initial_state"] if state_v_first else x["initial_state"].transpose(-1, -2).contiguous()
     kw = dict(q=x["q"], k=x["k"], v=x["v"], g=x["g"], beta=x["beta"], initial_state=h0, output_final_state=True,

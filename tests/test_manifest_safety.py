@@ -1,4 +1,4 @@
-"""`python -m verify` rewrites kda_tile/manifest.json only after a complete run that proves every
+"""`python -m verify` rewrites verify/manifest.json only after a complete run that proves every
 released build. A failing, unknown (resource limit), erroring, partial, interrupted run, or
 one during which a source changed, leaves the file byte-identical and exits non-zero. The runs
 here are faked at the worker boundary (run_parallel), so nothing is lowered."""
@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from kda_tile import gate, registry
+from kda_tile import gate
+from kda_kernels import registry
 from verify import __main__ as cli
 from verify import manifest
 from verify.report import FAILED, PROVED, UNKNOWN, CheckResult, KernelReport

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kda_tile.reference import (chunk_workspace, gate, kda_chunked, kda_decode, kda_recurrent, kda_segmented,
+from kda_kernels.reference import (chunk_workspace, gate, kda_chunked, kda_decode, kda_recurrent, kda_segmented,
                                 random_inputs,
                                 rel_err, segment_maps)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kda_tile import buildkey, registry
+from kda_kernels import buildkey, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIR = (dict(varlen=True, fast_math=False), dict(varlen=True, initial_state="float32", final_state=True, block_v=32))
@@ -22,7 +22,7 @@ def _python(code, **env):
 
 
 def test_importing_the_api_imports_no_tilelang():
-    p = _python("import sys, kda_tile, kda_tile.api, kda_tile.gate, kda_tile.registry, kda_tile.buildkey, "
+    p = _python("import sys, kda_tile, kda_tile.api, kda_tile.gate, kda_kernels.registry, kda_kernels.buildkey, "
                 "kda_tile.__main__, host_codegen, host_codegen.cpp_entry; kda_tile.kda_prefill; "
                 "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tilelang', 'tvm')))")
     assert p.returncode == 0, p.stderr
@@ -36,7 +36,8 @@ from pathlib import Path
 import torch
 t0 = time.perf_counter()
 import kda_tile
-from kda_tile import api, gate, registry
+from kda_tile import api, gate
+from kda_kernels import registry
 import host_codegen, host_codegen.cpp_entry as ce
 def forbidden(*a, **k):
     raise AssertionError("a warm first call lowered, generated or compiled")

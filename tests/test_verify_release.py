@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from kda_tile import registry
+from kda_kernels import registry
 from verify import mutate
 from verify.ir import ir_hash
 from verify.jobs import _registry_job

@@ -1,6 +1,6 @@
 """`python -m verify` / `kda-verify`: verify kernels, print a table, write a JSON report.
 
-    python -m verify                      every released kda_tile build; refreshes kda_tile/manifest.json
+    python -m verify                      every released kda_tile build; refreshes verify/manifest.json
     python -m verify path/to/module.py    every kernel in the module's KERNELS dict
     python -m verify --check-manifest     exit 1 when the committed manifest is stale (CI)
 
@@ -90,7 +90,7 @@ def cmd_verify(args) -> int:
     def specs():
         if args.module:
             return [("module", args.module, j.name) for j in module_jobs(args.module)]
-        from kda_tile import registry
+        from kda_kernels import registry
 
         from . import manifest
         builds.extend(b for b in registry.RELEASED if not args.only or b.name in args.only)
@@ -136,7 +136,7 @@ def cmd_check_manifest(args) -> int:
     names, keys = [], {}
 
     def specs():
-        from kda_tile import registry
+        from kda_kernels import registry
         names.extend(b.name for b in registry.RELEASED)
         keys.update(manifest.gate_keys(registry.RELEASED))
         return names
@@ -153,7 +153,7 @@ def cmd_check_manifest(args) -> int:
     problems = manifest.stale(doc, hashes, keys)
     wall = time.perf_counter() - t0
     if problems:
-        print("kda_tile/manifest.json is stale; run `python -m verify` and commit the result:")
+        print("verify/manifest.json is stale; run `python -m verify` and commit the result:")
         for p in problems:
             print("  " + p)
         print(f"({len(names)} builds lowered in {wall:.1f} s)")
@@ -167,7 +167,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="kda-verify", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("module", nargs="?", help="a python file exposing KERNELS (default: kda_tile's releases)")
-    p.add_argument("--check-manifest", action="store_true", help="exit 1 if kda_tile/manifest.json is stale")
+    p.add_argument("--check-manifest", action="store_true", help="exit 1 if verify/manifest.json is stale")
     p.add_argument("--json", default="verify_report.json", help="where to write the JSON report")
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     p.add_argument("--only", nargs="+", default=None, help="only these released builds (no manifest)")

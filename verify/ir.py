@@ -5,9 +5,9 @@ import hashlib
 
 
 def ir_hash(artifact) -> str:
-    """kda_tile.registry.ir_hash when available (the API recomputes it), else the same digest."""
+    """kda_kernels.registry.ir_hash when available (the API recomputes it), else the same digest."""
     try:
-        from kda_tile.registry import ir_hash as registry_hash
+        from kda_kernels.registry import ir_hash as registry_hash
     except Exception:  # the registry is absent when verifying a user module elsewhere
         registry_hash = None
     if registry_hash is not None:

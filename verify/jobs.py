@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def _registry_job(name: str):
-    from kda_tile import registry
+    from kda_kernels import registry
 
     from .runner import Job
     b = registry.BY_NAME[name]
@@ -93,7 +93,7 @@ def _work(spec):
 
 
 def _hash_work(name):
-    from kda_tile import registry
+    from kda_kernels import registry
 
     from .ir import ir_hash
     from .lowering import lower

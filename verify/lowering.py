@@ -1,7 +1,7 @@
 """Lower a TileLang prim_func for sm_90a and capture what the final IR no longer shows.
 
 The lowering is exactly `tilelang.lower(func, target)` under the build's pass configs
-(the same call as kda_tile.registry.lower, so the IR hash agrees); pass instruments
+(the same call as kda_kernels.registry.lower, so the IR hash agrees); pass instruments
 only observe:
   - before tl.LowerTileOp: the layout_map of every block (shared swizzles, fragments);
   - before tl.MergeSharedMemoryAllocations: each shared buffer's dtype and size, which

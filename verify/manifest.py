@@ -1,6 +1,6 @@
-"""The release manifest (kda_tile/manifest.json): one record per released build.
+"""The release manifest (verify/manifest.json): one record per released build.
 
-A record holds the build's gate key and the inputs it hashes (kda_tile.buildkey: the sources
+A record holds the build's gate key and the inputs it hashes (kda_kernels.buildkey: the sources
 of its factory's module and the kda_tile modules it imports, config, TileLang and TVM versions,
 target), the structural hash of the lowered device IR that was proved, the checks, and the
 verifier version. The release gate serves a build only from a proved record whose gate key
@@ -26,18 +26,17 @@ class NotWritten(Exception):
 
 
 def manifest_path() -> Path:
-    import kda_tile
-    return Path(kda_tile.__file__).with_name("manifest.json")
+    return Path(__file__).with_name("manifest.json")
 
 
 def gate_keys(builds) -> dict:
     """Build name -> gate key now (no lowering)."""
-    from kda_tile import buildkey
+    from kda_kernels import buildkey
     return {b.name: buildkey.gate_key(b) for b in builds}
 
 
 def record(build, report) -> dict:
-    from kda_tile import buildkey
+    from kda_kernels import buildkey
     return {
         "name": build.name,
         "stage": build.stage,
@@ -105,7 +104,7 @@ def stale(doc: dict, hashes: dict, keys: dict = None) -> list:
     """Reasons the manifest does not match the released builds (empty: up to date).
 
     hashes: build name -> IR hash of the build lowered now; keys: build name -> gate key now."""
-    from kda_tile import buildkey, registry
+    from kda_kernels import buildkey, registry
     problems = []
     if doc.get("verifier_version") != VERSION:
         problems.append(f"manifest verifier version {doc.get('verifier_version')!r} != {VERSION!r}")

@@ -1,4 +1,4 @@
-"""kda_tile's warp-specialized fused forward (kda_tile/fused.py, this repository), in the two
+"""kda_tile's warp-specialized fused forward (kda_kernels/fused.py, this repository), in the two
 configurations it was first verified in. With the default two producers: four warpgroups (two
 consumers running register-resident RS-wgmma chains, two producers dealt chunks round-robin),
 each producer's TMA prologue unrolled over its raw slots (`for j in unroll(2): if j * 2 < nch:
@@ -12,11 +12,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from kda_tile.fused import FusedConfig, build_fused  # noqa: E402
+from kda_kernels.fused import FusedConfig, build_fused  # noqa: E402
 
 CFG = FusedConfig()
 CFGV = FusedConfig(varlen=True, initial_state="float32", final_state=True)
-SOURCE = {"fused_fixed": "kda_tile/fused.py", "fused_varlen": "kda_tile/fused.py"}
+SOURCE = {"fused_fixed": "kda_kernels/fused.py", "fused_varlen": "kda_kernels/fused.py"}
 KERNELS = {"fused_fixed": lambda: build_fused(CFG), "fused_varlen": lambda: build_fused(CFGV)}
 PRECONDITIONS = {"fused_fixed": CFG.preconditions(), "fused_varlen": CFGV.preconditions()}
 BANK_BUDGET = {"fused_fixed": 8, "fused_varlen": 8}

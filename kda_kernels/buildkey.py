@@ -1,16 +1,16 @@
 """The gate key of a build: a hash of everything its lowered IR is a function of.
 
     key_inputs(build) = {
-        "sources":  {"kda_tile/k1_prepare.py": sha256, "kda_tile/_math.py": ..., ...},
-        "factory":  "kda_tile.k1_prepare:build_k1",   "config": asdict(config),
+        "sources":  {"kda_kernels/k1_prepare.py": sha256, "kda_kernels/_math.py": ..., ...},
+        "factory":  "kda_kernels.k1_prepare:build_k1",   "config": asdict(config),
         "pass_configs": {...}, "tilelang": "0.1.15", "tvm": "0.25.dev0",
         "target": {"kind": "cuda", "arch": "sm_90a"}, ...}
     gate_key(build) = sha256 of that, as sorted JSON
 
 `sources` holds the factory's module, the config class's module and, transitively, every
-`kda_tile` module they import (read from their syntax trees, so nothing is imported and a
+`kda_kernels` module they import (read from their syntax trees, so nothing is imported and a
 new import is picked up by itself). `python -m verify` stores the key and its inputs next to
-the proved IR hash in kda_tile/manifest.json; the release gate serves a build only when its
+the proved IR hash in verify/manifest.json; the release gate serves a build only when its
 key matches, and so never lowers a build to decide. Everything here is machine-independent
 (relative paths, file contents, version strings) so that the committed manifest matches on
 every machine, and nothing imports TileLang.
@@ -29,14 +29,14 @@ from pathlib import Path
 
 # Bump when the key's composition changes: every record then reads as stale.
 KEY_VERSION = 1
-PACKAGE = "kda_tile"
+PACKAGE = "kda_kernels"
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 # -- sources ---------------------------------------------------------------------------------
 
 def module_file(module: str, root: Path = None):
-    """The file of a `kda_tile` module (a package resolves to its __init__.py), or None."""
+    """The file of a `kda_kernels` module (a package resolves to its __init__.py), or None."""
     root = PACKAGE_DIR if root is None else Path(root)
     parts = module.split(".")
     if parts[0] != PACKAGE:
@@ -54,7 +54,7 @@ def _imported_modules(path: Path, module: str, root: Path, data: bytes) -> set:
 
 @functools.lru_cache(maxsize=None)
 def _imports_of(path: str, module: str, root: str, digest: str, data: bytes) -> frozenset:
-    """The `kda_tile` modules one file imports, anywhere in it (function bodies included).
+    """The `kda_kernels` modules one file imports, anywhere in it (function bodies included).
     Cached per file content: a file is parsed once per process (~3 ms for the largest)."""
     path, root = Path(path), Path(root)
     is_pkg = path.name == "__init__.py"
@@ -88,7 +88,7 @@ def _imports_of(path: str, module: str, root: str, digest: str, data: bytes) -> 
 
 
 def source_files(modules, root: Path = None) -> dict:
-    """{relative path: sha256 of the bytes} of `modules` and every kda_tile module they
+    """{relative path: sha256 of the bytes} of `modules` and every kda_kernels module they
     import, transitively."""
     root = PACKAGE_DIR if root is None else Path(root)
     todo, seen, files = list(modules), set(), {}

@@ -3,7 +3,7 @@
 Every specialization `kda_prefill` can serve is listed in RELEASED. `verify` and
 `host_codegen` read the lowered IR of these builds; the API only serves builds that have
 a proved record in the verification manifest for their current gate key
-(`kda_tile.buildkey`: the sources of the factory's module and the kda_tile modules it
+(`kda_kernels.buildkey`: the sources of the factory's module and the kda_kernels modules it
 imports, the config, the TileLang and TVM versions and the target).
 
 A build names its kernel factory as "module:function" (FACTORIES), imported only when the
@@ -27,8 +27,8 @@ KernelConfig = Union[K1Config, K2Config]
 
 # stage -> "module:function" of the factory that turns the stage's config into a PrimFunc
 FACTORIES = {
-    "k1": "kda_tile.k1_prepare:build_k1",
-    "k2": "kda_tile.k2_recurrence:build_k2",
+    "k1": "kda_kernels.k1_prepare:build_k1",
+    "k2": "kda_kernels.k2_recurrence:build_k2",
 }
 
 
@@ -89,7 +89,7 @@ def lower(build: Build):
 
 
 def gate_key(build: Build) -> str:
-    """The key the manifest's record for this build must carry (kda_tile.buildkey)."""
+    """The key the manifest's record for this build must carry (kda_kernels.buildkey)."""
     from . import buildkey
     return buildkey.gate_key(build)
 
