@@ -64,3 +64,9 @@ def rsqrt(x, fast: bool):
 
 def exp(x, fast: bool):
     return exp2(x * LOG2E, True) if fast else T.exp(x)
+
+
+def token_index(cu_value, Tn):
+    """An int64 cu_seqlens entry as an int32 token index in [0, T]: clamped before the
+    narrowing cast, so that any contents give an index inside the buffers."""
+    return T.Cast("int32", T.max(T.min(cu_value, T.Cast("int64", Tn)), T.int64(0)))

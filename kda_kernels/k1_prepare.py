@@ -80,15 +80,15 @@ def build_k1(cfg: K1Config):
                         # lo, hi stay in [0, N1 - 2]; the clamps say so to `verify`, which does
                         # not infer loop invariants.
                         mid = (T.max(T.min(lo, N1 - 2), 0) + T.max(T.min(hi, N1 - 2), 0) + 1) // 2
-                        f_mid = T.max(T.min(T.Cast("int32", cu_seqlens[mid]), Tn), 0) // C + mid
+                        f_mid = _math.token_index(cu_seqlens[mid], Tn) // C + mid
                         if lo < hi:
                             if f_mid <= slot:
                                 lo = mid
                             else:
                                 hi = mid - 1
                     n = T.max(T.min(lo, N1 - 2), 0)
-                    bos = T.max(T.min(T.Cast("int32", cu_seqlens[n]), Tn), 0)
-                    eos = T.max(T.min(T.Cast("int32", cu_seqlens[n + 1]), Tn), bos)
+                    bos = _math.token_index(cu_seqlens[n], Tn)
+                    eos = T.max(_math.token_index(cu_seqlens[n + 1], Tn), bos)
                     j = slot - (bos // C + n)
                     t0 = bos + j * C
                     ln = T.if_then_else(j >= 0 and j < T.ceildiv(eos - bos, C), T.min(C, eos - t0), 0)

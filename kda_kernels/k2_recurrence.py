@@ -14,6 +14,7 @@ Columns of S evolve independently, so V splits across programs with no communica
 """
 import tilelang.language as T
 
+from . import _math
 from .configs import CHUNK, K2Config  # noqa: F401  (re-exported)
 
 
@@ -60,8 +61,8 @@ def build_k2(cfg: K2Config):
             if cfg.varlen:
                 # Clamped as in K1, so that any cu_seqlens contents stay inside the buffers;
                 # the sequence's first chunk slot is bos // C + n (see K1).
-                bos = T.max(T.min(T.Cast("int32", cu_seqlens[n]), Tn), 0)
-                seqlen = T.max(T.min(T.Cast("int32", cu_seqlens[n + 1]), Tn), bos) - bos
+                bos = _math.token_index(cu_seqlens[n], Tn)
+                seqlen = T.max(_math.token_index(cu_seqlens[n + 1], Tn), bos) - bos
                 slot0 = bos // C + n
             else:
                 seqlen = Tn

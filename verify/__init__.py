@@ -5,7 +5,7 @@
 
 # Bump whenever a check's encoding changes: the release manifest records it and
 # `python -m verify --check-manifest` treats a different version as stale.
-VERSION = "2.0.0"
+VERSION = "2.1.0"
 
 CATEGORIES = ("bounds", "layout", "barriers", "banks")
 

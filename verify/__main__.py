@@ -35,6 +35,8 @@ a table entry naming a kernel KERNELS does not define is an error):
                                              # (default: cu_seqlens over N1 and T)
     MUTATIONS = {}                     # name -> (kernel, function rewriting its lowered device PrimFunc)
     STRICT = []                        # kernels whose warnings are errors (as with --strict)
+    ANY_CONTENTS = []                  # kernels that must stay in bounds whatever the MONOTONE
+                                       # buffers hold (bounds.any_contents; released builds: all)
 
 A warning (an access in bounds only through a guard TileLang inserted) does not fail the run
 unless --strict.

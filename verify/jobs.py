@@ -18,7 +18,7 @@ def _registry_job(name: str):
     return Job(name=b.name, factory=b.prim_func, pass_configs=registry.pass_configs(b),
                preconditions=list(cfg.preconditions()), derived=dict(cfg.derived_vars()),
                bank_budget=int(getattr(cfg, "bank_conflict_budget", 1)), config=b.config_dict(),
-               strict=_strict(), release=True)
+               strict=_strict(), release=True, any_contents=True)
 
 
 def _strict() -> bool:
@@ -45,6 +45,7 @@ def module_jobs(path: str):
     BANK_BUDGET: name -> worst accepted bank-conflict degree (default 1: conflict-free)
     PASS_CONFIGS: name -> TileLang pass configs used to lower it (default none)
     MONOTONE: buffer name -> (length var, last value var), for cu_seqlens-like inputs
+    ANY_CONTENTS: kernels whose memory safety must not rest on MONOTONE (bounds.any_contents)
     """
     from .runner import MONOTONE, Job
     mod = load_module(path)
@@ -66,13 +67,20 @@ def module_jobs(path: str):
         if base not in kernels:
             raise SystemExit(f"{path}: MUTATIONS[{name!r}] mutates {base!r}, not a kernel of KERNELS")
     strict = set(getattr(mod, "STRICT", ()) or ())     # kernels whose warnings are errors
+    any_contents = set(getattr(mod, "ANY_CONTENTS", ()) or ())
+    for table, entries in (("STRICT", strict), ("ANY_CONTENTS", any_contents)):
+        unknown = sorted(set(entries) - known)
+        if unknown:
+            raise SystemExit(f"{path}: {table} names {', '.join(map(repr, unknown))}, not kernels of KERNELS "
+                             f"or MUTATIONS ({', '.join(sorted(known))})")
     jobs = []
     for name, fac in kernels.items():
         jobs.append(Job(name=name, factory=fac, pass_configs=dict(passes.get(name, {})),
                         preconditions=list(pre.get(name, [])), derived={},
                         bank_budget=int(budget.get(name, 1)),
                         monotone=dict(mono) if mono is not None else dict(MONOTONE),
-                        lower_key=(path, name), strict=_strict() or name in strict))
+                        lower_key=(path, name), strict=_strict() or name in strict,
+                        any_contents=name in any_contents))
     # MUTATIONS: name -> (kernel name in KERNELS, function rewriting its lowered device PrimFunc)
     for name, (base, fn) in mutations.items():
         b = next(j for j in jobs if j.name == base)

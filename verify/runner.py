@@ -32,6 +32,7 @@ class Job:
     lower_key: object = None             # share one lowering between jobs with the same key
     strict: bool = False                 # warnings (bounds.guarded) are errors
     release: bool = False                # a kda_tile release build (see verify.guards)
+    any_contents: bool = False           # bounds also without the MONOTONE assumption
 
 
 def verify_lowered(lowered, job: Job, report: KernelReport) -> KernelReport:
@@ -44,6 +45,9 @@ def verify_lowered(lowered, job: Job, report: KernelReport) -> KernelReport:
         if job.only and cat not in job.only:
             continue
         report.checks.extend(mod.run(k, ctx, job.bank_budget))
+    if job.any_contents and k.monotone and (not job.only or "bounds" in job.only):
+        from .checks.bounds import any_contents
+        report.checks.append(any_contents(lowered, job))
     from .checks import model
     report.checks.extend(model.run(k, ctx))
     from .guards import guarded_accesses

@@ -159,3 +159,44 @@ EXPECT = {"tail_overrun": "bounds.global", "tail_guarded": None, "off_by_one": "
 # same bytes, a consequence barriers.global_race reports too)
 TWIN = {"tail_overrun": "tail_guarded", "off_by_one": "diff_guarded", "shared_overrun": "shared_wrapped",
         "int32_overflow": "int64_index", "varlen_overrun": "varlen_guarded"}
+
+
+def cu_trusted():
+    T_ = T.dynamic("T")
+    N1 = T.dynamic("N1")
+
+    @T.prim_func
+    def cu_trusted(X: T.Tensor((T_,), "float32"), cu_seqlens: T.Tensor((N1,), "int64"),
+                   Y: T.Tensor((T_,), "float32")):
+        with T.Kernel(N1 - 1, threads=16) as n:
+            tx = T.get_thread_binding()
+            bos = T.Cast("int32", cu_seqlens[n])          # in bounds only for sorted offsets
+            if bos + tx < T.Cast("int32", cu_seqlens[n + 1]):
+                Y[bos + tx] = X[bos + tx]
+    return cu_trusted
+
+
+def cu_clamped():
+    T_ = T.dynamic("T")
+    N1 = T.dynamic("N1")
+
+    @T.prim_func
+    def cu_clamped(X: T.Tensor((T_,), "float32"), cu_seqlens: T.Tensor((N1,), "int64"),
+                   Y: T.Tensor((T_,), "float32")):
+        with T.Kernel(N1 - 1, threads=16) as n:
+            tx = T.get_thread_binding()
+            bos = T.Cast("int32", T.max(T.min(cu_seqlens[n], T.Cast("int64", T_)), T.int64(0)))
+            eos = T.Cast("int32", T.max(T.min(cu_seqlens[n + 1], T.Cast("int64", T_)), T.Cast("int64", bos)))
+            if bos + tx < eos:
+                Y[bos + tx] = X[bos + tx]
+    return cu_clamped
+
+
+KERNELS.update(cu_trusted=cu_trusted, cu_clamped=cu_clamped)
+PASS_CONFIGS.update(cu_trusted=RAW, cu_clamped=RAW)
+PRECONDITIONS.update(cu_trusted=["N1 >= 2", "T >= 1"], cu_clamped=["N1 >= 2", "T >= 1"])
+# Kernels served without checking cu_seqlens' contents (kda_prefill's validate="fast") must stay
+# in bounds for any contents: sorted offsets are assumed by every other check.
+ANY_CONTENTS = ["cu_trusted", "cu_clamped"]
+EXPECT.update(cu_trusted="bounds.any_contents", cu_clamped=None)
+TWIN.update(cu_trusted="cu_clamped")
