@@ -12,6 +12,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh startup # import + first call, warm and cold
 #   source .devbundle/activate.sh && bash bench/device_round.sh manyseq # packed batches of many short sequences
 #   source .devbundle/activate.sh && bash bench/device_round.sh short   # startup (3 warm runs) then integration
+#   source .devbundle/activate.sh && bash bench/device_round.sh scaling # issue 9's scaling table with peers (split, then long)
 #   source .devbundle/activate.sh && bash bench/device_round.sh varlen  # build, hang probes, varlen GPU tests, manyseq
 set -uo pipefail
 mode=${1:-tests}
@@ -61,6 +62,10 @@ case "$mode" in
       > "$OUT/pytest_varlen.log" 2>&1; grep -E "passed|failed|FAILED|Error" "$OUT/pytest_varlen.log" | tail -12
     timeout 150 python bench/manyseq.py sweep --out "$OUT" --timeout 20 > "$OUT/manyseq.log" 2>&1
     grep -v '^{' "$OUT/manyseq.log" | tail -10 ;;
+  scaling)
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED|NOT VERIFIED"
+    timeout 460 python bench/scaling.py --out "$OUT" ${SCALING_ONLY:+--only $SCALING_ONLY} > "$OUT/scaling.log" 2>&1
+    grep -v '^{' "$OUT/scaling.log" | tail -14 ;;
   manyseq)
     timeout 400 python bench/manyseq.py sweep --out "$OUT" --timeout ${MANYSEQ_TIMEOUT:-20} > "$OUT/manyseq.log" 2>&1
     grep -v '^{' "$OUT/manyseq.log" | tail -14 ;;
