@@ -37,6 +37,8 @@ a table entry naming a kernel KERNELS does not define is an error):
     STRICT = []                        # kernels whose warnings are errors (as with --strict)
     ANY_CONTENTS = []                  # kernels that must stay in bounds whatever the MONOTONE
                                        # buffers hold (bounds.any_contents; released builds: all)
+    DISTINCT = []                      # buffers whose entries >= 0 are pairwise distinct (the rows
+                                       # of a state pool): blocks writing those rows do not race
 
 A warning (an access in bounds only through a guard TileLang inserted) does not fail the run
 unless --strict.

@@ -55,7 +55,7 @@ def _scope_kind(scope: str) -> str:
 
 
 class Extractor:
-    def __init__(self, lowered, preconditions=(), derived=None, monotone=None, name=None):
+    def __init__(self, lowered, preconditions=(), derived=None, monotone=None, name=None, distinct=()):
         self.L = lowered
         self.f = lowered.device_func
         self.syms = Symbols()
@@ -88,6 +88,7 @@ class Extractor:
         self.pre_texts = list(preconditions)
         self.derived = dict(derived or {})
         self.monotone_spec = dict(monotone or {})
+        self.distinct_spec = frozenset(distinct or ())
         self.tr = Translator(self.syms, self.env, self._load, self._elect)
         self.tr.ptr_fn = self._access_ptr_generic
         self.tr.addr_fn = self._address_of
@@ -129,6 +130,7 @@ class Extractor:
         k.precondition_texts = list(self.pre_texts)
         k.kernel_variables = sorted(self.known_vars)
         k.monotone = self._monotone()
+        k.distinct = self.distinct_spec
         for tag in THREAD_TAGS:
             if tag not in self.threads:
                 self.threads[tag] = (self._tid_sym(tag), 1)
@@ -1405,8 +1407,8 @@ def _substitute_model(k, pairs):
     walk(k.root)
 
 
-def extract(lowered, preconditions=(), derived=None, monotone=None, name=None) -> M.Kernel:
-    return Extractor(lowered, preconditions, derived, monotone, name).run()
+def extract(lowered, preconditions=(), derived=None, monotone=None, name=None, distinct=()) -> M.Kernel:
+    return Extractor(lowered, preconditions, derived, monotone, name, distinct).run()
 
 
 __all__ = ["extract", "dtype_bytes", "DTYPE_RANGE"]

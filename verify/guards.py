@@ -38,7 +38,7 @@ def guarded_accesses(lowered, job, k=None):
     configs["tl.disable_safe_memory_legalize"] = True
     func = job.factory() if callable(job.factory) and not hasattr(job.factory, "body") else job.factory
     raw = lower(func, configs, job.name)
-    k = extract(raw, job.preconditions, job.derived, job.monotone, name=job.name)
+    k = extract(raw, job.preconditions, job.derived, job.monotone, name=job.name, distinct=job.distinct)
     ctx = solver.Ctx(k) if job.strict else _ctx(k)    # --strict: the full solver budget
     findings = []
     found, _ = bounds._accesses(k, ctx, "global")     # the legalization guards global accesses only

@@ -46,6 +46,7 @@ def module_jobs(path: str):
     PASS_CONFIGS: name -> TileLang pass configs used to lower it (default none)
     MONOTONE: buffer name -> (length var, last value var), for cu_seqlens-like inputs
     ANY_CONTENTS: kernels whose memory safety must not rest on MONOTONE (bounds.any_contents)
+    DISTINCT: buffers whose non-negative entries are pairwise distinct (state indices)
     """
     from .runner import MONOTONE, Job
     mod = load_module(path)
@@ -68,6 +69,7 @@ def module_jobs(path: str):
             raise SystemExit(f"{path}: MUTATIONS[{name!r}] mutates {base!r}, not a kernel of KERNELS")
     strict = set(getattr(mod, "STRICT", ()) or ())     # kernels whose warnings are errors
     any_contents = set(getattr(mod, "ANY_CONTENTS", ()) or ())
+    distinct = tuple(getattr(mod, "DISTINCT", ()) or ())
     for table, entries in (("STRICT", strict), ("ANY_CONTENTS", any_contents)):
         unknown = sorted(set(entries) - known)
         if unknown:
@@ -80,7 +82,7 @@ def module_jobs(path: str):
                         bank_budget=int(budget.get(name, 1)),
                         monotone=dict(mono) if mono is not None else dict(MONOTONE),
                         lower_key=(path, name), strict=_strict() or name in strict,
-                        any_contents=name in any_contents))
+                        any_contents=name in any_contents, distinct=distinct))
     # MUTATIONS: name -> (kernel name in KERNELS, function rewriting its lowered device PrimFunc)
     for name, (base, fn) in mutations.items():
         b = next(j for j in jobs if j.name == base)

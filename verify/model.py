@@ -125,6 +125,7 @@ class Kernel:
     kernel_variables: list = field(default_factory=list)     # names preconditions may use
     script_lines: list = field(default_factory=list)
     monotone: dict = field(default_factory=dict)          # buffer -> (length sym, last value sym)
+    distinct: frozenset = frozenset()                     # buffers whose non-negative entries differ
     source_buffers: dict = field(default_factory=dict)    # tensor name -> source-level Buffer
     registers: dict = field(default_factory=dict)         # induction register -> {"init", "incs"}
     register_values: dict = field(default_factory=dict)   # placeholder -> value term

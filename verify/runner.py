@@ -33,13 +33,14 @@ class Job:
     strict: bool = False                 # warnings (bounds.guarded) are errors
     release: bool = False                # a kda_tile release build (see verify.guards)
     any_contents: bool = False           # bounds also without the MONOTONE assumption
+    distinct: tuple = ()                 # buffers whose non-negative entries are pairwise distinct
 
 
 def verify_lowered(lowered, job: Job, report: KernelReport) -> KernelReport:
     t0 = time.perf_counter()
     before = dict(solver.stats)
     solver.stats["rlimit_max"] = 0
-    k = extract(lowered, job.preconditions, job.derived, job.monotone, name=job.name)
+    k = extract(lowered, job.preconditions, job.derived, job.monotone, name=job.name, distinct=job.distinct)
     ctx = solver.Ctx(k)
     for cat, mod in FAMILIES:
         if job.only and cat not in job.only:

@@ -173,6 +173,12 @@ class Ctx:
                         if a.get_id() != b.get_id() and a.num_args() == 1:
                             ia, ib = a.arg(0), b.arg(0)
                             out.append(z3.Implies(z3.And(ia >= 0, ia <= ib, ib < length), a <= b))
+            if base in self.k.distinct and info[1] == "global":
+                # entries >= 0 at different positions differ (declared by the module: DISTINCT)
+                for x, a in enumerate(ts):
+                    for b in ts[x + 1:]:
+                        if a.num_args() == 1 and b.num_args() == 1:
+                            out.append(z3.Implies(z3.And(a.arg(0) != b.arg(0), a >= 0, b >= 0), a != b))
         return out
 
     def definitions(self, formulas):

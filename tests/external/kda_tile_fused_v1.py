@@ -1,4 +1,4 @@
-"""kda_tile's fused forward as first written (kda_kernels/fused.py at commit 93a5466, "fused forward
+"""kda_tile's fused forward as first written (kda_tile/fused.py at commit 93a5466, "fused forward
 v1"; main has since rewritten it, see kda_tile_fused.py), kept here frozen because its protocol
 is the one the verifier first reported false findings on: three warpgroups of 128 threads, an
 unrolled prologue `for x in unroll(3): if x < nch: tma_load(..., load_full[x])` over three raw
@@ -317,7 +317,7 @@ def build_fused(cfg: FusedConfig):
 
 CFG = FusedConfig()
 CFGV = FusedConfig(varlen=True, initial_state="float32", final_state=True)
-SOURCE = {"fused_v1_fixed": "kda_kernels/fused.py@93a5466", "fused_v1_varlen": "kda_kernels/fused.py@93a5466"}
+SOURCE = {"fused_v1_fixed": "kda_tile/fused.py@93a5466", "fused_v1_varlen": "kda_tile/fused.py@93a5466"}
 KERNELS = {"fused_v1_fixed": lambda: build_fused(CFG), "fused_v1_varlen": lambda: build_fused(CFGV)}
 PRECONDITIONS = {"fused_v1_fixed": CFG.preconditions(), "fused_v1_varlen": CFGV.preconditions()}
 BANK_BUDGET = {"fused_v1_fixed": 8, "fused_v1_varlen": 8}

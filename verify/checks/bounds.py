@@ -204,7 +204,7 @@ def any_contents(lowered, job):
     from ..report import Finding
     from .. import solver
     t0 = time.perf_counter()
-    k = extract(lowered, job.preconditions, job.derived, {}, name=job.name)
+    k = extract(lowered, job.preconditions, job.derived, {}, name=job.name, distinct=job.distinct)
     findings = []
     for r in run(k, solver.Ctx(k)):
         findings += [Finding(check="bounds.any_contents", status=f.status,
