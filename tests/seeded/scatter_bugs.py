@@ -1,0 +1,39 @@
+"""Scatter through an index table (a serving engine's state pool): the rows of live entries are
+distinct (DISTINCT), so a block per entry may update its row without atomics; a map of those
+indices that is not one-to-one makes two blocks write one row."""
+import tilelang.language as T
+
+W = 128
+
+
+def pool_update():
+    N, P = T.dynamic("N"), T.dynamic("P")
+
+    @T.prim_func
+    def pool_update(X: T.Tensor((N, W), "float32"), idx: T.Tensor((N,), "int64"), pool: T.Tensor((P, W), "float32")):
+        with T.Kernel(N, threads=W) as n:
+            tx = T.get_thread_binding()
+            i = idx[n]
+            if i >= 0 and i < T.Cast("int64", P):
+                pool[i, tx] = pool[i, tx] + X[n, tx]
+    return pool_update
+
+
+def pool_halved():
+    N, P = T.dynamic("N"), T.dynamic("P")
+
+    @T.prim_func
+    def pool_halved(X: T.Tensor((N, W), "float32"), idx: T.Tensor((N,), "int64"), pool: T.Tensor((P, W), "float32")):
+        with T.Kernel(N, threads=W) as n:
+            tx = T.get_thread_binding()
+            i = idx[n] // 2                                   # distinct indices 2m and 2m + 1 share a row
+            if i >= 0 and i < T.Cast("int64", P):
+                pool[i, tx] = pool[i, tx] + X[n, tx]
+    return pool_halved
+
+
+KERNELS = {f.__name__: f for f in (pool_update, pool_halved)}
+PRECONDITIONS = {name: ["N >= 1", "N <= 2**20", "P >= 1", "P <= 2**20"] for name in KERNELS}
+DISTINCT = ["idx"]
+EXPECT = {"pool_update": None, "pool_halved": "barriers.global_race"}
+TWIN = {"pool_halved": "pool_update"}
