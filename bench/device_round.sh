@@ -13,6 +13,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh manyseq # packed batches of many short sequences
 #   source .devbundle/activate.sh && bash bench/device_round.sh short   # startup (3 warm runs) then integration
 #   source .devbundle/activate.sh && bash bench/device_round.sh scaling # issue 9's scaling table with peers (split, then long)
+#   source .devbundle/activate.sh && bash bench/device_round.sh decode  # decode kernel: smoke, 256-step correctness, timing vs fla
 #   source .devbundle/activate.sh && bash bench/device_round.sh varlen  # build, hang probes, varlen GPU tests, manyseq
 set -uo pipefail
 mode=${1:-tests}
@@ -62,6 +63,14 @@ case "$mode" in
       > "$OUT/pytest_varlen.log" 2>&1; grep -E "passed|failed|FAILED|Error" "$OUT/pytest_varlen.log" | tail -12
     timeout 150 python bench/manyseq.py sweep --out "$OUT" --timeout 20 > "$OUT/manyseq.log" 2>&1
     grep -v '^{' "$OUT/manyseq.log" | tail -10 ;;
+  decode)
+    timeout 120 python bench/decode_round.py smoke > "$OUT/decode_smoke.log" 2>&1; grep -E "correctness|Error" "$OUT/decode_smoke.log" | tail -5
+    if grep -q "correctness: .* 0 bad" "$OUT/decode_smoke.log"; then
+      timeout 240 python bench/decode_round.py correctness > "$OUT/decode_correctness.log" 2>&1
+      grep -E "correctness|Error" "$OUT/decode_correctness.log" | tail -5
+      timeout 200 python bench/decode_round.py timing > "$OUT/decode_timing.log" 2>&1
+      grep -v -E '^\{|INFO' "$OUT/decode_timing.log" | tail -8
+    fi ;;
   scaling)
     timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED|NOT VERIFIED"
     timeout 460 python bench/scaling.py --out "$OUT" ${SCALING_ONLY:+--only $SCALING_ONLY} > "$OUT/scaling.log" 2>&1
