@@ -398,8 +398,8 @@ def build_fused(cfg: FusedConfig):
             t0 = T.alloc_var("int32", init=0)
             seqlen = T.alloc_var("int32", init=0)
             if cfg.varlen:
-                t0 = T.max(T.min(T.Cast("int32", cu_seqlens[n]), Tn), 0)
-                seqlen = T.max(T.min(T.Cast("int32", cu_seqlens[n + 1]), Tn), t0) - t0
+                t0 = _math.token_index(cu_seqlens[n], Tn)
+                seqlen = T.max(_math.token_index(cu_seqlens[n + 1], Tn), t0) - t0
             else:
                 seqlen = Tn
             b = 0 if cfg.varlen else n
