@@ -58,8 +58,12 @@ def module_jobs(path: str):
     passes = getattr(mod, "PASS_CONFIGS", {}) or {}
     mono = getattr(mod, "MONOTONE", None)
     mutations = getattr(mod, "MUTATIONS", {}) or {}
+    strict = set(getattr(mod, "STRICT", ()) or ())     # kernels whose warnings are errors
+    any_contents = set(getattr(mod, "ANY_CONTENTS", ()) or ())
+    distinct = tuple(getattr(mod, "DISTINCT", ()) or ())
     known = set(kernels) | set(mutations)
-    for table, entries in (("PRECONDITIONS", pre), ("BANK_BUDGET", budget), ("PASS_CONFIGS", passes)):
+    for table, entries in (("PRECONDITIONS", pre), ("BANK_BUDGET", budget), ("PASS_CONFIGS", passes),
+                           ("STRICT", strict), ("ANY_CONTENTS", any_contents)):
         unknown = sorted(set(entries) - known)
         if unknown:
             raise SystemExit(f"{path}: {table} names {', '.join(map(repr, unknown))}, not kernels of KERNELS "
@@ -67,14 +71,6 @@ def module_jobs(path: str):
     for name, (base, _) in mutations.items():
         if base not in kernels:
             raise SystemExit(f"{path}: MUTATIONS[{name!r}] mutates {base!r}, not a kernel of KERNELS")
-    strict = set(getattr(mod, "STRICT", ()) or ())     # kernels whose warnings are errors
-    any_contents = set(getattr(mod, "ANY_CONTENTS", ()) or ())
-    distinct = tuple(getattr(mod, "DISTINCT", ()) or ())
-    for table, entries in (("STRICT", strict), ("ANY_CONTENTS", any_contents)):
-        unknown = sorted(set(entries) - known)
-        if unknown:
-            raise SystemExit(f"{path}: {table} names {', '.join(map(repr, unknown))}, not kernels of KERNELS "
-                             f"or MUTATIONS ({', '.join(sorted(known))})")
     jobs = []
     for name, fac in kernels.items():
         jobs.append(Job(name=name, factory=fac, pass_configs=dict(passes.get(name, {})),
