@@ -13,17 +13,15 @@ reads the manifest, hashes a few source files and loads the cached entry, whose 
 changed (an edited kernel, a different config or TileLang) is refused until `python -m verify`
 proves it again; KDA_TILE_ALLOW_UNVERIFIED=1 serves it anyway, with a warning.
 """
-import importlib.util
 import json
 import os
 import sys
 import warnings
-from pathlib import Path
 
 from kda_kernels import buildkey, registry
+from verify import MANIFEST_PATH
 
-# verify's package data, located without importing verify (the gate runs at first call).
-MANIFEST = Path(importlib.util.find_spec("verify").submodule_search_locations[0]) / "manifest.json"
+MANIFEST = MANIFEST_PATH
 ALLOW_ENV = "KDA_TILE_ALLOW_UNVERIFIED"
 _checked: dict[str, str] = {}
 

@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from . import VERSION
+from . import MANIFEST_PATH, VERSION
 from .report import PROVED
 
 
@@ -26,7 +26,7 @@ class NotWritten(Exception):
 
 
 def manifest_path() -> Path:
-    return Path(__file__).with_name("manifest.json")
+    return MANIFEST_PATH
 
 
 def gate_keys(builds) -> dict:
