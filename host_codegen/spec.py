@@ -316,10 +316,10 @@ PUBLIC_OUTPUTS = ("o", "final_state")
 IR_TO_PUBLIC = {"h0": "initial_state", "ht": "final_state"}
 # Names for dimensions in messages ("expected 128 (K)"); labels only, values come from the IR.
 DIM_LABELS = {
-    "q": ("B", "T", "H", "K"), "k": ("B", "T", "H", "K"), "g": ("B", "T", "H", "K"),
-    "v": ("B", "T", "H", "V"), "o": ("B", "T", "H", "V"), "beta": ("B", "T", "H"),
-    "A_log": ("H",), "dt_bias": ("H", "K"), "cu_seqlens": ("N + 1",),
-    "initial_state": ("N", "H", "V", "K"), "final_state": ("N", "H", "V", "K"),
+    "q": ("B", "T", "H", "K"), "k": ("B", "T", "H", "K"), "g": ("B", "T", "HV", "K"),
+    "v": ("B", "T", "HV", "V"), "o": ("B", "T", "HV", "V"), "beta": ("B", "T", "HV"),
+    "A_log": ("HV",), "dt_bias": ("HV", "K"), "cu_seqlens": ("N + 1",),
+    "initial_state": ("N", "HV", "V", "K"), "final_state": ("N", "HV", "V", "K"),
 }
 
 

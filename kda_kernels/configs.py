@@ -7,6 +7,11 @@ from dataclasses import dataclass
 from typing import Optional
 
 CHUNK = 16
+# Sequences a varlen call may pack: K1 finds a chunk slot's sequence by a binary search of
+# SEARCH_STEPS steps (ceil(log2(MAX_SEQUENCES)) + 1), and K2 puts the sequence index in grid x
+# (2^31 - 1), not in y or z (65535).
+MAX_SEQUENCES = 2**20
+SEARCH_STEPS = 21
 
 
 @dataclass(frozen=True)
@@ -45,10 +50,12 @@ class K1Config:
         return ["lower_bound >= -5.0", "lower_bound < 0.0", "scale > 0.0", "scale < 1e30"]
 
     def preconditions(self) -> list[str]:
-        pre = ["B >= 1", "T >= 1", "H >= 1", "H <= 256", "B * T * H <= 2**23"]
+        # GVA: H query/key heads, HV value heads (HV = H without it), each group of HV / H
+        # value heads shares one q, k head.
+        pre = ["B >= 1", "T >= 1", "H >= 1", "HV >= H", "HV <= 256", "HV % H == 0", "B * T * HV <= 2**23"]
         pre += [f"NC == {self.derived_vars()['NC']}"]
         if self.varlen:
-            pre += ["B == 1", "N1 >= 2", "N1 <= 2**16"]
+            pre += ["B == 1", "N1 >= 2", "N1 <= 2**20 + 1"]
         return pre
 
 
@@ -90,8 +97,8 @@ class K2Config:
         return {"NC": "B * ((T + 15) // 16)"}
 
     def preconditions(self) -> list[str]:
-        pre = ["B >= 1", "T >= 1", "H >= 1", "H <= 256", "B * T * H <= 2**23"]
+        pre = ["B >= 1", "T >= 1", "HV >= 1", "HV <= 256", "B * T * HV <= 2**23"]
         pre += [f"{v} == {e}" for v, e in self.derived_vars().items()]
         if self.varlen:
-            pre += ["B == 1", "N1 >= 2", "N1 <= 2**16"]
+            pre += ["B == 1", "N1 >= 2", "N1 <= 2**20 + 1"]
         return pre

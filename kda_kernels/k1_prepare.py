@@ -1,6 +1,7 @@
 """K1, the token-parallel prepare kernel.
 
-One program handles `chunks_per_cta` chunk slots of one head. For each chunk of C=16
+One program handles `chunks_per_cta` chunk slots of one value head hv (GVA: HV value heads, each
+group of HV / H sharing the q, k of head hv // (HV / H); HV = H without it). For each chunk of C=16
 tokens it computes, with G the per-channel cumulative base-2 log-decay inside the chunk:
 
     kd = k 2^G        qd = scale q 2^G        kr = k 2^(G_C - G)       gC = 2^G_C
@@ -18,7 +19,7 @@ Slots that hold no chunk (at most one per sequence, plus the tail) write nothing
 import tilelang.language as T
 
 from . import _math
-from .configs import CHUNK, K1Config  # noqa: F401  (re-exported)
+from .configs import CHUNK, SEARCH_STEPS, K1Config  # noqa: F401  (re-exported)
 
 
 def build_k1(cfg: K1Config):
@@ -32,13 +33,14 @@ def build_k1(cfg: K1Config):
     B = T.dynamic("B")
     Tn = T.dynamic("T")
     H = T.dynamic("H")
+    HV = T.dynamic("HV")
     NC = T.dynamic("NC")
     N1 = T.dynamic("N1")
 
     @T.macro
     def _body(q, k, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale,
               kd, qd, kr, Ab, Mqk, gC):
-        with T.Kernel(T.ceildiv(NC, CPB), H, threads=cfg.threads) as (bc, h):
+        with T.Kernel(T.ceildiv(NC, CPB), HV, threads=cfg.threads) as (bc, hv):
             slot_b = T.alloc_shared((CPB,), "int32")
             slot_t0 = T.alloc_shared((CPB,), "int32")
             slot_len = T.alloc_shared((CPB,), "int32")
@@ -65,6 +67,10 @@ def build_k1(cfg: K1Config):
 
             if fast:
                 T.import_source(_math.FAST_SOURCE)
+            # GVA: value head hv reads q and k of head h. The min is a no-op under HV % H == 0 and
+            # keeps h in bounds by its own condition, which `verify` decides without nonlinear
+            # arithmetic.
+            h = T.min(hv // (HV // H), H - 1)
             tx = T.get_thread_binding()
             if tx < CPB:
                 slot = bc * CPB + tx
@@ -72,11 +78,11 @@ def build_k1(cfg: K1Config):
                     # Slot s holds chunk j of sequence n when s = f(n) + j, f(n) = bos_n // C + n,
                     # j < ceil(len_n / C): f grows by at least ceil(len_n / C) from n to n + 1, so
                     # the ranges are disjoint and below NC = T // C + N. n is the largest with
-                    # f(n) <= s: a binary search, 17 steps for N <= 2^16 (cu_seqlens clamped to
-                    # [0, T], so that any contents stay inside the buffers).
+                    # f(n) <= s: a binary search of SEARCH_STEPS steps for N <= MAX_SEQUENCES
+                    # (cu_seqlens clamped to [0, T], so that any contents stay inside the buffers).
                     lo = T.alloc_var("int32", init=0)
                     hi = T.alloc_var("int32", init=N1 - 2)
-                    for _ in T.serial(17):
+                    for _ in T.serial(SEARCH_STEPS):
                         # lo, hi stay in [0, N1 - 2]; the clamps say so to `verify`, which does
                         # not infer loop invariants.
                         mid = (T.max(T.min(lo, N1 - 2), 0) + T.max(T.min(hi, N1 - 2), 0) + 1) // 2
@@ -109,23 +115,23 @@ def build_k1(cfg: K1Config):
                 valid = r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
                 q_s[r, d] = T.if_then_else(valid, q[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
                 k_s[r, d] = T.if_then_else(valid, k[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
-                g_s[r, d] = T.if_then_else(valid, g[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
+                g_s[r, d] = T.if_then_else(valid, g[slot_b[c], t, hv, d], T.Cast(cfg.in_dtype, 0))
             for r in T.Parallel(R):
                 c = r // C
                 valid = (r % C < slot_len[c] and slot_t0[c] + r % C >= 0 and slot_t0[c] + r % C < Tn
                          and slot_b[c] >= 0 and slot_b[c] < B)
                 beta_s[r] = T.if_then_else(
-                    valid, _math.sigmoid(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, h]), fast), 0.0)
+                    valid, _math.sigmoid(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, hv]), fast), 0.0)
 
             # Gate and its in-chunk cumsum, one (chunk, channel) column per thread, in registers.
             for c, d in T.Parallel(CPB, K):
                 gcol = T.alloc_local((C,), accum)
-                a_h = _math.exp(A_log[h], fast)
+                a_h = _math.exp(A_log[hv], fast)
                 for i in T.unroll(C):
                     gcol[i] = T.if_then_else(
                         i < slot_len[c],
                         lower_bound * _math.LOG2E * _math.sigmoid(
-                            a_h * (T.Cast(accum, g_s[c * C + i, d]) + dt_bias[h, d]), fast),
+                            a_h * (T.Cast(accum, g_s[c * C + i, d]) + dt_bias[hv, d]), fast),
                         0.0)
                 for i in T.unroll(1, C):
                     gcol[i] = gcol[i] + gcol[i - 1]
@@ -153,15 +159,15 @@ def build_k1(cfg: K1Config):
                 e_pos = _math.exp2(Gr, fast)
                 if slot_len[c] > 0 and bc * CPB + c < NC:
                     row = (bc * CPB + c) * C + r % C
-                    kd[h, row, d] = T.Cast(cfg.ws_dtype, kn * e_pos)
-                    qd[h, row, d] = T.Cast(cfg.ws_dtype, qn * e_pos)
-                    kr[h, row, d] = T.Cast(cfg.ws_dtype, kn * _math.exp2(G_s[c * C + C - 1, d] - Gr, fast))
+                    kd[hv, row, d] = T.Cast(cfg.ws_dtype, kn * e_pos)
+                    qd[hv, row, d] = T.Cast(cfg.ws_dtype, qn * e_pos)
+                    kr[hv, row, d] = T.Cast(cfg.ws_dtype, kn * _math.exp2(G_s[c * C + C - 1, d] - Gr, fast))
                 ki_s[r, d] = T.Cast(cfg.in_dtype, kn * _math.exp2(-Gr, fast))
                 k_s[r, d] = T.Cast(cfg.in_dtype, kn * e_pos)
                 q_s[r, d] = T.Cast(cfg.in_dtype, qn * e_pos)
             for c, d in T.Parallel(CPB, K):
                 if slot_len[c] > 0 and bc * CPB + c < NC:
-                    gC[h, bc * CPB + c, d] = _math.exp2(G_s[c * C + C - 1, d], fast)
+                    gC[hv, bc * CPB + c, d] = _math.exp2(G_s[c * C + C - 1, d], fast)
 
             T.gemm(k_s, ki_s, Lf, transpose_B=True, clear_accum=True)
             T.gemm(q_s, ki_s, Mf, transpose_B=True, clear_accum=True)
@@ -174,7 +180,7 @@ def build_k1(cfg: K1Config):
             for r, j in T.Parallel(R, C):
                 c = r // C
                 if slot_len[c] > 0 and bc * CPB + c < NC:
-                    Mqk[h, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
+                    Mqk[hv, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
 
             # A = (I - L)(I + L^2)(I + L^4)(I + L^8), block-diagonal 16x16 products.
             for r, j in T.Parallel(R, C):
@@ -199,26 +205,26 @@ def build_k1(cfg: K1Config):
             for r, j in T.Parallel(R, C):
                 c = r // C
                 if slot_len[c] > 0 and bc * CPB + c < NC:
-                    Ab[h, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, X_s[r, j] * beta_s[c * C + j])
+                    Ab[hv, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, X_s[r, j] * beta_s[c * C + j])
 
     if cfg.varlen:
         @T.prim_func
         def k1_prepare(
             q: T.Tensor((B, Tn, H, K), cfg.in_dtype),
             k: T.Tensor((B, Tn, H, K), cfg.in_dtype),
-            g: T.Tensor((B, Tn, H, K), cfg.in_dtype),
-            beta: T.Tensor((B, Tn, H), cfg.in_dtype),
-            A_log: T.Tensor((H,), "float32"),
-            dt_bias: T.Tensor((H, K), "float32"),
+            g: T.Tensor((B, Tn, HV, K), cfg.in_dtype),
+            beta: T.Tensor((B, Tn, HV), cfg.in_dtype),
+            A_log: T.Tensor((HV,), "float32"),
+            dt_bias: T.Tensor((HV, K), "float32"),
             cu_seqlens: T.Tensor((N1,), "int64"),
             lower_bound: T.float32,
             scale: T.float32,
-            kd: T.Tensor((H, NC * C, K), cfg.ws_dtype),
-            qd: T.Tensor((H, NC * C, K), cfg.ws_dtype),
-            kr: T.Tensor((H, NC * C, K), cfg.ws_dtype),
-            Ab: T.Tensor((H, NC * C, C), cfg.mat_dtype),
-            Mqk: T.Tensor((H, NC * C, C), cfg.mat_dtype),
-            gC: T.Tensor((H, NC, K), "float32"),
+            kd: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
+            qd: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
+            kr: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
+            Ab: T.Tensor((HV, NC * C, C), cfg.mat_dtype),
+            Mqk: T.Tensor((HV, NC * C, C), cfg.mat_dtype),
+            gC: T.Tensor((HV, NC, K), "float32"),
         ):
             _body(q, k, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, kd, qd, kr, Ab, Mqk, gC)
     else:
@@ -226,18 +232,18 @@ def build_k1(cfg: K1Config):
         def k1_prepare(
             q: T.Tensor((B, Tn, H, K), cfg.in_dtype),
             k: T.Tensor((B, Tn, H, K), cfg.in_dtype),
-            g: T.Tensor((B, Tn, H, K), cfg.in_dtype),
-            beta: T.Tensor((B, Tn, H), cfg.in_dtype),
-            A_log: T.Tensor((H,), "float32"),
-            dt_bias: T.Tensor((H, K), "float32"),
+            g: T.Tensor((B, Tn, HV, K), cfg.in_dtype),
+            beta: T.Tensor((B, Tn, HV), cfg.in_dtype),
+            A_log: T.Tensor((HV,), "float32"),
+            dt_bias: T.Tensor((HV, K), "float32"),
             lower_bound: T.float32,
             scale: T.float32,
-            kd: T.Tensor((H, NC * C, K), cfg.ws_dtype),
-            qd: T.Tensor((H, NC * C, K), cfg.ws_dtype),
-            kr: T.Tensor((H, NC * C, K), cfg.ws_dtype),
-            Ab: T.Tensor((H, NC * C, C), cfg.mat_dtype),
-            Mqk: T.Tensor((H, NC * C, C), cfg.mat_dtype),
-            gC: T.Tensor((H, NC, K), "float32"),
+            kd: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
+            qd: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
+            kr: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
+            Ab: T.Tensor((HV, NC * C, C), cfg.mat_dtype),
+            Mqk: T.Tensor((HV, NC * C, C), cfg.mat_dtype),
+            gC: T.Tensor((HV, NC, K), "float32"),
         ):
             _body(q, k, g, beta, A_log, dt_bias, None, lower_bound, scale, kd, qd, kr, Ab, Mqk, gC)
 

@@ -1,6 +1,6 @@
 """K2, the chunk recurrence.
 
-One program per (block of `block_v` value columns, head, sequence) walks the chunks of
+One program per (block of `block_v` value columns, value head, sequence) walks the chunks of
 its sequence in order. The state is kept transposed, St = S^T [V, K] (the "state_v_first"
 layout of initial_state/final_state), as an fp32 register fragment. Per chunk, with the
 workspace written by K1 (kd, qd, kr [C, K]; Ab = A diag(beta), Mqk [C, C]; gC [K]):
@@ -28,7 +28,7 @@ def build_k2(cfg: K2Config):
 
     B = T.dynamic("B")
     Tn = T.dynamic("T")
-    H = T.dynamic("H")
+    HV = T.dynamic("HV")  # value heads (= H without GVA): K2 never reads q or k
     NC = T.dynamic("NC")
     N1 = T.dynamic("N1")
     NS = N1 - 1 if cfg.varlen else B  # number of sequences: rows of the state tensors
@@ -37,7 +37,10 @@ def build_k2(cfg: K2Config):
 
     @T.macro
     def _body(v, kd, qd, kr, Ab, Mqk, gC, cu_seqlens, h0, o, ht):
-        with T.Kernel(V // BV, H, NS, threads=cfg.threads) as (bv, h, n):
+        # The sequence is grid x (up to 2^31 - 1; y and z stop at 65535), and by = hv * (V / BV) + bv.
+        with T.Kernel(NS, HV * (V // BV), threads=cfg.threads) as (n, by):
+            hv = by // (V // BV)
+            bv = by % (V // BV)
             kd_s = T.alloc_shared((C, K), cfg.ws_dtype)
             qd_s = T.alloc_shared((C, K), cfg.ws_dtype)
             kr_s = T.alloc_shared((C, K), cfg.ws_dtype)
@@ -72,21 +75,21 @@ def build_k2(cfg: K2Config):
             b = 0 if cfg.varlen else n
 
             if cfg.initial_state is not None:
-                T.copy(h0[n, h, bv * BV:(bv + 1) * BV, :], St)
+                T.copy(h0[n, hv, bv * BV:(bv + 1) * BV, :], St)
             else:
                 T.clear(St)
 
             for c in T.Pipelined(n_chunks, num_stages=cfg.num_stages):
                 row0 = (slot0 + c) * C
-                T.copy(kd[h, row0:row0 + C, :], kd_s)
-                T.copy(qd[h, row0:row0 + C, :], qd_s)
-                T.copy(kr[h, row0:row0 + C, :], kr_s)
-                T.copy(Ab[h, row0:row0 + C, :], Ab_s)
-                T.copy(Mqk[h, row0:row0 + C, :], Mqk_s)
-                T.copy(gC[h, slot0 + c, :], gC_s)
+                T.copy(kd[hv, row0:row0 + C, :], kd_s)
+                T.copy(qd[hv, row0:row0 + C, :], qd_s)
+                T.copy(kr[hv, row0:row0 + C, :], kr_s)
+                T.copy(Ab[hv, row0:row0 + C, :], Ab_s)
+                T.copy(Mqk[hv, row0:row0 + C, :], Mqk_s)
+                T.copy(gC[hv, slot0 + c, :], gC_s)
                 # Rows past the sequence end belong to the next sequence (or lie past T, where
                 # the bulk copy fills zeros); they are masked where Wt is formed.
-                T.copy(v[b, bos + c * C:bos + c * C + C, h, bv * BV:(bv + 1) * BV], v_s)
+                T.copy(v[b, bos + c * C:bos + c * C + C, hv, bv * BV:(bv + 1) * BV], v_s)
 
                 T.copy(St, St_s)
                 T.gemm(St_s, kd_s, Wt, transpose_B=True, clear_accum=True)
@@ -105,23 +108,23 @@ def build_k2(cfg: K2Config):
                     o_s[r, j] = T.Cast(cfg.in_dtype, Ot[j, r])
                 for r, j in T.Parallel(C, BV):
                     if c * C + r < seqlen:
-                        o[b, bos + c * C + r, h, bv * BV + j] = o_s[r, j]
+                        o[b, bos + c * C + r, hv, bv * BV + j] = o_s[r, j]
 
             if cfg.final_state:
-                T.copy(St, ht[n, h, bv * BV:(bv + 1) * BV, :])
+                T.copy(St, ht[n, hv, bv * BV:(bv + 1) * BV, :])
 
     ws = dict(
-        kd=T.Tensor((H, NC * C, K), cfg.ws_dtype),
-        qd=T.Tensor((H, NC * C, K), cfg.ws_dtype),
-        kr=T.Tensor((H, NC * C, K), cfg.ws_dtype),
-        Ab=T.Tensor((H, NC * C, C), cfg.mat_dtype),
-        Mqk=T.Tensor((H, NC * C, C), cfg.mat_dtype),
-        gC=T.Tensor((H, NC, K), accum),
+        kd=T.Tensor((HV, NC * C, K), cfg.ws_dtype),
+        qd=T.Tensor((HV, NC * C, K), cfg.ws_dtype),
+        kr=T.Tensor((HV, NC * C, K), cfg.ws_dtype),
+        Ab=T.Tensor((HV, NC * C, C), cfg.mat_dtype),
+        Mqk=T.Tensor((HV, NC * C, C), cfg.mat_dtype),
+        gC=T.Tensor((HV, NC, K), accum),
     )
-    v_t = T.Tensor((B, Tn, H, V), cfg.in_dtype)
-    o_t = T.Tensor((B, Tn, H, V), cfg.in_dtype)
-    h0_t = T.Tensor((NS, H, V, K), h0_dtype)
-    ht_t = T.Tensor((NS, H, V, K), ht_dtype)
+    v_t = T.Tensor((B, Tn, HV, V), cfg.in_dtype)
+    o_t = T.Tensor((B, Tn, HV, V), cfg.in_dtype)
+    h0_t = T.Tensor((NS, HV, V, K), h0_dtype)
+    ht_t = T.Tensor((NS, HV, V, K), ht_dtype)
     cu_t = T.Tensor((N1,), "int64")
 
     # One prim_func signature per specialization: optional tensors are absent, not null.

@@ -414,10 +414,11 @@ def rel_err(out, ref) -> float:
 
 
 def random_inputs(B, T, H, K=128, V=128, *, dtype=torch.bfloat16, device="cpu", seed=None,
-                  cu_seqlens=None, state_dtype=None, generator=None) -> dict:
-    """Random KDA inputs: q, k, v, g (raw gate input), beta (logits) in `dtype`; A_log [H] fp32,
-    uniform in [log 1, log 16]; dt_bias [H, K] fp32; initial_state [N, H, V, K] in state_dtype
-    (None when state_dtype is None); cu_seqlens as an int64 tensor or None.
+                  cu_seqlens=None, state_dtype=None, generator=None, HV=None) -> dict:
+    """Random KDA inputs: q, k [B, T, H, K] and v, g (raw gate input), beta (logits) with HV
+    value heads (HV = H unless given: GVA) in `dtype`; A_log [HV] fp32, uniform in
+    [log 1, log 16]; dt_bias [HV, K] fp32; initial_state [N, HV, V, K] in state_dtype (None when
+    state_dtype is None); cu_seqlens as an int64 tensor or None.
 
     `generator` wins over `seed`; with neither, a fresh nondeterministic seed is drawn."""
     device = torch.device(device)
@@ -440,14 +441,15 @@ def random_inputs(B, T, H, K=128, V=128, *, dtype=torch.bfloat16, device="cpu", 
     def rand(*shape):
         return torch.rand(*shape, generator=generator, device=device, dtype=torch.float32)
 
+    HV = HV or H
     return {
         "q": randn(B, T, H, K),
         "k": randn(B, T, H, K),
-        "v": randn(B, T, H, V),
-        "g": randn(B, T, H, K),
-        "beta": randn(B, T, H),
-        "A_log": rand(H) * math.log(16.0),
-        "dt_bias": 0.1 * randn(H, K, dt=torch.float32),
-        "initial_state": None if state_dtype is None else randn(N, H, V, K, dt=state_dtype),
+        "v": randn(B, T, HV, V),
+        "g": randn(B, T, HV, K),
+        "beta": randn(B, T, HV),
+        "A_log": rand(HV) * math.log(16.0),
+        "dt_bias": 0.1 * randn(HV, K, dt=torch.float32),
+        "initial_state": None if state_dtype is None else randn(N, HV, V, K, dt=state_dtype),
         "cu_seqlens": cu_seqlens,
     }

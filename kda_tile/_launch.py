@@ -22,21 +22,21 @@ def workspace_slots(B: int, T: int, n_seqs: int, varlen: bool) -> int:
 
 def _buffers(k1, k2, q, v, cu_seqlens):
     c1, c2 = k1.config, k2.config
-    B, T, H, K = q.shape
-    V = v.shape[-1]
+    B, T, _, K = q.shape
+    HV, V = v.shape[2], v.shape[-1]
     n_seqs = cu_seqlens.shape[0] - 1 if c1.varlen else B
     NC = workspace_slots(B, T, n_seqs, c1.varlen)
     dev = q.device
     ws_dt, mat_dt = _TORCH_DTYPE[c1.ws_dtype], _TORCH_DTYPE[c1.mat_dtype]
-    kd = torch.empty(H, NC * 16, K, dtype=ws_dt, device=dev)
+    kd = torch.empty(HV, NC * 16, K, dtype=ws_dt, device=dev)
     ws = dict(kd=kd, qd=torch.empty_like(kd), kr=torch.empty_like(kd),
-              Ab=torch.empty(H, NC * 16, 16, dtype=mat_dt, device=dev),
-              Mqk=torch.empty(H, NC * 16, 16, dtype=mat_dt, device=dev),
-              gC=torch.empty(H, NC, K, dtype=torch.float32, device=dev))
-    o = torch.empty(B, T, H, V, dtype=v.dtype, device=dev)
+              Ab=torch.empty(HV, NC * 16, 16, dtype=mat_dt, device=dev),
+              Mqk=torch.empty(HV, NC * 16, 16, dtype=mat_dt, device=dev),
+              gC=torch.empty(HV, NC, K, dtype=torch.float32, device=dev))
+    o = torch.empty(B, T, HV, V, dtype=v.dtype, device=dev)
     ht = None
     if c2.final_state:
-        ht = torch.empty(n_seqs, H, V, K, dtype=_TORCH_DTYPE[c2.final_state_dtype], device=dev)
+        ht = torch.empty(n_seqs, HV, V, K, dtype=_TORCH_DTYPE[c2.final_state_dtype], device=dev)
     if os.environ.get("KDA_TILE_POISON") == "1":
         for t in list(ws.values()) + [o] + ([ht] if ht is not None else []):
             t.fill_(float("nan"))

@@ -65,10 +65,11 @@ def empty_cache() -> int:
 
 
 def _programs(q, v, cu_seqlens) -> int:
-    """K2's program count at 64 value columns; shapes are validated later, by the entry."""
+    """K2's program count at 64 value columns (one per sequence and value head); shapes are
+    validated later, by the entry."""
     try:
         n_seqs = cu_seqlens.shape[0] - 1 if cu_seqlens is not None else q.shape[0]
-        return n_seqs * q.shape[2] * max(1, v.shape[-1] // 64)
+        return n_seqs * v.shape[2] * max(1, v.shape[-1] // 64)
     except (AttributeError, IndexError, TypeError):
         return NARROW_BLOCK_BELOW
 
@@ -107,10 +108,11 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
                 out=None, final_state_out=None):
     """KDA forward with the safe gate, in-kernel q/k L2 norm and beta sigmoid.
 
-    q, k, g: [B, T, H, 128] bf16; v: [B, T, H, 128] bf16; beta: [B, T, H] bf16 (logits);
-    A_log: [H] fp32; dt_bias: [H, 128] fp32; lower_bound in [-5, 0);
-    initial_state: [N, H, V, K] fp32 or bf16; cu_seqlens: [N + 1] int64 with B == 1.
-    Returns (o [B, T, H, V] bf16, final_state [N, H, V, K] or None); final_state's dtype
+    q, k: [B, T, H, 128] bf16; v: [B, T, HV, 128] bf16; g: [B, T, HV, 128] bf16;
+    beta: [B, T, HV] bf16 (logits); A_log: [HV] fp32; dt_bias: [HV, 128] fp32; lower_bound in
+    [-5, 0); initial_state: [N, HV, V, K] fp32 or bf16; cu_seqlens: [N + 1] int64 with B == 1.
+    HV = H, or a multiple of H for GVA: value head hv uses q/k head hv // (HV / H).
+    Returns (o [B, T, HV, V] bf16, final_state [N, HV, V, K] or None); final_state's dtype
     follows initial_state (fp32 without one).
 
     out, final_state_out: optional caller-provided outputs, written in place and returned. They are
@@ -147,7 +149,7 @@ def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, sca
         return _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
                              cu_seqlens, fast_math, out, final_state_out)
     try:  # the steady-state path: ~1 us of Python before the one call into the entry
-        narrow = (q.shape[0] if cu_seqlens is None else cu_seqlens.shape[0] - 1) * q.shape[2] < _NARROW_ROWS
+        narrow = (q.shape[0] if cu_seqlens is None else cu_seqlens.shape[0] - 1) * v.shape[2] < _NARROW_ROWS
         fn = _ENTRIES[cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
                       output_final_state, narrow]
     except (KeyError, AttributeError, IndexError, TypeError):
@@ -173,7 +175,7 @@ def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_
         if t is not None and not isinstance(t, torch.Tensor):
             raise TypeError(f"{name}: expected a torch.Tensor or None, got {type(t).__name__}")
     try:
-        narrow = (q.shape[0] if cu_seqlens is None else cu_seqlens.shape[0] - 1) * q.shape[2] < _NARROW_ROWS
+        narrow = (q.shape[0] if cu_seqlens is None else cu_seqlens.shape[0] - 1) * v.shape[2] < _NARROW_ROWS
         key = (cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
                output_final_state, narrow)
         raw, flags = _RAW[key]

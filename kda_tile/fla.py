@@ -7,7 +7,8 @@
 The backend takes exactly the calls kda_tile computes identically and declines every other one
 with a reason (fla then runs its next backend or its own kernels):
 - no gradient: no input requires grad while grad mode is on (kda_tile has no backward);
-- q, k, v, g, beta in bf16 on an sm_90 GPU, K = V = 128, as many value heads as q/k heads;
+- q, k, v, g, beta in bf16 on an sm_90 GPU, K = V = 128; GVA (HV value heads, a multiple of the
+  H q/k heads) as in fla;
 - use_gate_in_kernel, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel and safe_gate all on,
   allow_neg_eigval off, A_log and dt_bias given, -5 <= lower_bound < 0;
 - no context parallelism, no intermediate states, no graph-mode padding;
@@ -68,8 +69,8 @@ def check(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=F
             return False, f"kda_tile needs bf16 {name}, got {t.dtype}"
     if q.dim() != 4 or q.shape[-1] != 128 or v.shape[-1] != 128:
         return False, f"kda_tile needs K = V = 128, got q {tuple(q.shape)}, v {tuple(v.shape)}"
-    if v.shape[2] != q.shape[2]:
-        return False, f"kda_tile does not take GVA yet (HV={v.shape[2]} != H={q.shape[2]})"
+    if v.dim() != 4 or v.shape[2] % q.shape[2] != 0:
+        return False, f"kda_tile needs HV a multiple of H, got q {tuple(q.shape)}, v {tuple(v.shape)}"
     if initial_state is not None and initial_state.dtype not in (torch.float32, torch.bfloat16):
         return False, f"kda_tile needs an fp32 or bf16 initial_state, got {initial_state.dtype}"
     if initial_state is not None and initial_state.dtype == torch.bfloat16 and output_final_state:
@@ -88,8 +89,8 @@ def run(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=Fal
         cp_context=None, use_graph=False, max_num_seqs=None, *, A_log=None, dt_bias=None, **kwargs):
     """The call, converted to kda_prefill's layouts."""
     from . import api
-    H = q.shape[2]
-    dt_bias = dt_bias.reshape(H, -1)  # fla passes [H * K]: a view
+    HV = v.shape[2]
+    dt_bias = dt_bias.reshape(HV, -1)  # fla passes [HV * K]: a view
     A_log, dt_bias = A_log.float(), dt_bias.float()  # exact widening when given in bf16
     if initial_state is not None and not state_v_first:
         initial_state = initial_state.transpose(-1, -2).contiguous()

@@ -19,15 +19,15 @@ H, K = 3, 128
 LB = -4.0
 
 
-def inputs(B=1, T=37, seed=0, state_v_first=True, state_dtype=torch.float32):
+def inputs(B=1, T=37, seed=0, state_v_first=True, state_dtype=torch.float32, HV=H):
     gen = torch.Generator().manual_seed(seed)
     bf = torch.bfloat16
     d = dict(q=torch.randn(B, T, H, K, generator=gen).to(bf), k=torch.randn(B, T, H, K, generator=gen).to(bf),
-             v=torch.randn(B, T, H, K, generator=gen).to(bf), g=torch.randn(B, T, H, K, generator=gen).to(bf),
-             beta=torch.randn(B, T, H, generator=gen).to(bf))
-    d["A_log"] = torch.rand(H, generator=gen) * 2.0
-    d["dt_bias"] = torch.randn(H * K, generator=gen) * 0.3  # fla's flat layout
-    s = torch.randn(B, H, K, K, generator=gen).to(state_dtype)
+             v=torch.randn(B, T, HV, K, generator=gen).to(bf), g=torch.randn(B, T, HV, K, generator=gen).to(bf),
+             beta=torch.randn(B, T, HV, generator=gen).to(bf))
+    d["A_log"] = torch.rand(HV, generator=gen) * 2.0
+    d["dt_bias"] = torch.randn(HV * K, generator=gen) * 0.3  # fla's flat layout
+    s = torch.randn(B, HV, K, K, generator=gen).to(state_dtype)
     d["initial_state"] = s  # [N, H, V, K] when state_v_first, else [N, H, K, V]
     return d
 
@@ -64,7 +64,8 @@ def on_cpu(monkeypatch):
 
 def fla_naive(d, state_v_first):
     """fla's own naive recurrence, fed the activated gate, normalised q/k and sigmoid(beta)."""
-    g = reference.gate(d["g"], kind="safe", A_log=d["A_log"], dt_bias=d["dt_bias"].view(H, K), lower_bound=LB)
+    HV = d["v"].shape[2]
+    g = reference.gate(d["g"], kind="safe", A_log=d["A_log"], dt_bias=d["dt_bias"].view(HV, K), lower_bound=LB)
     q, k = (x.double() / torch.sqrt((x.double() ** 2).sum(-1, keepdim=True) + 1e-6) for x in (d["q"], d["k"]))
     h0 = d["initial_state"].double()
     h0 = h0.transpose(-1, -2) if state_v_first else h0  # naive takes [B, H, K, V]
@@ -73,9 +74,10 @@ def fla_naive(d, state_v_first):
     return o, (ht.transpose(-1, -2) if state_v_first else ht)
 
 
+@pytest.mark.parametrize("HV", [H, 2 * H], ids=["HV=H", "GVA"])
 @pytest.mark.parametrize("state_v_first", [True, False])
-def test_chunk_kda_through_the_backend_equals_fla_naive(on_cpu, state_v_first):
-    d = inputs(state_v_first=state_v_first)
+def test_chunk_kda_through_the_backend_equals_fla_naive(on_cpu, state_v_first, HV):
+    d = inputs(state_v_first=state_v_first, HV=HV)
     with torch.no_grad():
         o, ht = chunk_kda(**call_kwargs(d, state_v_first=state_v_first))
     assert len(on_cpu) == 1, "the call did not reach kda_tile"
@@ -129,8 +131,10 @@ def test_declines_dtypes_shapes_gva_grad_and_devices(monkeypatch):
     assert backend.check(**call_kwargs(d)) == (True, None)
     assert "bf16 q" in backend.check(**call_kwargs(d, q=d["q"].half()))[1]
     assert "K = V = 128" in backend.check(**call_kwargs(d, q=d["q"][..., :64], k=d["k"][..., :64]))[1]
-    v2 = torch.cat([d["v"], d["v"]], 2)
-    assert "GVA" in backend.check(**call_kwargs(d, v=v2))[1]
+    v4 = torch.cat([d["v"], d["v"][:, :, :1]], 2)
+    assert "HV a multiple of H" in backend.check(**call_kwargs(d, v=v4))[1]
+    gva = inputs(HV=2 * H)
+    assert backend.check(**call_kwargs(gva)) == (True, None)
     assert "fp32 final state" in backend.check(**call_kwargs(d, initial_state=d["initial_state"].bfloat16()))[1]
     assert backend.check(**call_kwargs(d, initial_state=d["initial_state"].bfloat16(),
                                        output_final_state=False)) == (True, None)

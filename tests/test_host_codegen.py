@@ -23,6 +23,7 @@ BF = torch.bfloat16
 PAIRS = {
     "varlen_h0f32_ht": (dict(varlen=True, fast_math=False), dict(varlen=True, initial_state="float32", final_state=True)),
     "fixed_none": (dict(varlen=False, fast_math=False), dict(varlen=False, initial_state=None, final_state=False)),
+    "varlen_none": (dict(varlen=True, fast_math=False), dict(varlen=True, initial_state=None, final_state=False)),
     "fixed_h0bf16_ht": (dict(varlen=False, fast_math=False), dict(varlen=False, initial_state="bfloat16", final_state=True)),
 }
 BACKENDS = ["py", "cpp"]
@@ -179,14 +180,15 @@ def test_named_example_k_head_dim(backend):
 def _dependent_dims(a, varlen):
     B, T, H = a["q"].shape[:3]
     N = a["cu_seqlens"].numel() - 1 if varlen else B
+    HV = a["v"].shape[2]  # v.shape[2] binds HV; q.shape[2] binds H
     d = {("q", 3): K}
-    for n in ("k", "g"):
-        d.update({(n, 0): B, (n, 1): T, (n, 2): H, (n, 3): K})
-    d.update({("v", 0): B, ("v", 1): T, ("v", 2): H, ("v", 3): V})
-    d.update({("beta", 0): B, ("beta", 1): T, ("beta", 2): H, ("A_log", 0): H, ("dt_bias", 0): H,
+    d.update({("k", 0): B, ("k", 1): T, ("k", 2): H, ("k", 3): K})
+    d.update({("g", 0): B, ("g", 1): T, ("g", 2): HV, ("g", 3): K})
+    d.update({("v", 0): B, ("v", 1): T, ("v", 3): V})
+    d.update({("beta", 0): B, ("beta", 1): T, ("beta", 2): HV, ("A_log", 0): HV, ("dt_bias", 0): HV,
               ("dt_bias", 1): K})
     if a["initial_state"] is not None:
-        d.update({("initial_state", 0): N, ("initial_state", 1): H, ("initial_state", 2): V,
+        d.update({("initial_state", 0): N, ("initial_state", 1): HV, ("initial_state", 2): V,
                   ("initial_state", 3): K})
     return d
 
@@ -233,10 +235,55 @@ def test_varlen_needs_one_sequence(backend):
     expect_error(e, a, ValueError, "cu_seqlens: expected N1 >= 2 when cu_seqlens is given, got N1 = 1")
 
 
+def test_sequence_count_limit(backend):
+    # 2^20 sequences pass (K2 puts them in grid x), one more does not; all but the last empty
+    e = entry("varlen_none", backend)
+    for n, ok in ((2 ** 20, True), (2 ** 20 + 1, False)):
+        a = make_args("varlen_none", lens=(1,))
+        a["cu_seqlens"] = torch.cat([torch.zeros(n, dtype=torch.int64), torch.ones(1, dtype=torch.int64)])
+        if ok:
+            assert call(e, a, validate="full")["N1"] == n + 1
+        else:
+            expect_error(e, a, ValueError, f"cu_seqlens: expected N1 <= 2**20 + 1 when cu_seqlens is given, "
+                                           f"got N1 = {n + 1}")
+
+
 def test_head_count_limit(backend):
     e = entry("fixed_none", backend)
     a = make_args("fixed_none", B=1, T=1, H=257)
-    expect_error(e, a, ValueError, "q: expected H <= 256, got H = 257")
+    expect_error(e, a, ValueError, "v: expected HV <= 256, got HV = 257")
+
+
+def _gva(a, HV):
+    """a with HV value heads (v, g, beta, A_log, dt_bias, initial_state), q and k unchanged."""
+    a = dict(a)
+    B, T, H = a["q"].shape[:3]
+    a["v"] = torch.randn(B, T, HV, V).to(BF)
+    a["g"] = torch.randn(B, T, HV, K).to(BF)
+    a["beta"] = torch.randn(B, T, HV).to(BF)
+    a["A_log"] = torch.rand(HV)
+    a["dt_bias"] = torch.randn(HV, K)
+    if a["initial_state"] is not None:
+        s = a["initial_state"]
+        a["initial_state"] = torch.randn(s.shape[0], HV, V, K).to(s.dtype)
+    return a
+
+
+@pytest.mark.parametrize("pair", ["varlen_h0f32_ht", "fixed_none"])
+def test_gva_heads(pair, backend):
+    e = entry(pair, backend)
+    a = _gva(make_args(pair, H=2), 8)
+    env = call(e, a, validate="full")
+    assert (env["H"], env["HV"]) == (2, 8)
+    deps = _dependent_dims(a, PAIRS[pair][1]["varlen"])
+    for name in ("g", "beta", "A_log", "dt_bias"):
+        dim = 0 if name in ("A_log", "dt_bias") else 2
+        assert deps[name, dim] == 8
+    expect_error(e, _gva(make_args(pair, H=2), 3), ValueError, "v: expected HV % H == 0, got HV = 3, H = 2")
+    expect_error(e, _gva(make_args(pair, H=4), 2), ValueError, "v: expected HV >= H, got HV = 2, H = 4")
+    b = _gva(make_args(pair, H=2), 8)
+    b["g"] = b["g"][:, :, :2].contiguous()
+    expect_error(e, b, ValueError, "g.shape[2]: expected 8 (HV, from v.shape[2]), got 2")
 
 
 def test_total_size_limit(backend):
@@ -247,7 +294,7 @@ def test_total_size_limit(backend):
     for n in ("q", "k", "v", "g"):
         a[n] = a[n].expand(1, T, 1, 128)
     a["beta"] = a["beta"].expand(1, T, 1)
-    expect_error(e, a, ValueError, f"q: expected B * T * H <= 2**23, got B = 1, T = {T}, H = 1")
+    expect_error(e, a, ValueError, f"q: expected B * T * HV <= 2**23, got B = 1, T = {T}, HV = 1")
 
 
 def test_empty_sequence_rejected(backend):
@@ -529,12 +576,13 @@ def test_launch_geometry_covers_the_work():
     k1b, k2b = builds("varlen_h0f32_ht")
     spec = hc.entry_spec(k1b, k2b)
     for T, N in [(1, 1), (40, 2), (1000, 7), (4096, 1)]:
-        env = {"B": 1, "T": T, "H": 3, "N1": N + 1}
+        env = {"B": 1, "T": T, "H": 3, "HV": 3, "N1": N + 1}
         env["NC"] = X.evaluate(dict(spec.derived_vars)["NC"], env)
         g1 = [X.evaluate(x, env) for x in spec.k1.grid]
         g2 = [X.evaluate(x, env) for x in spec.k2.grid]
         assert g1[0] * k1b.config.chunks_per_cta >= env["NC"] and g1[1] == 3
-        assert g2[0] * k2b.config.block_v == V and g2[1] == 3 and g2[2] == N
+        # K2: the sequence in grid x (up to 2^31 - 1 sequences), value head and block in y
+        assert g2[0] == N and g2[1] * k2b.config.block_v == 3 * V and g2[2] == 1
         assert X.evaluate(spec.k1.smem, env) <= 227 * 1024 and X.evaluate(spec.k2.smem, env) <= 227 * 1024
 
 
@@ -542,7 +590,7 @@ def test_tma_descriptors_match_their_buffers():
     spec = hc.entry_spec(*builds("varlen_h0f32_ht"))
     assert spec.k2.tma
     bufs = {p.name: p for p in spec.workspace + spec.inputs + spec.outputs}
-    env = {"B": 1, "T": 100, "H": 3, "N1": 3}
+    env = {"B": 1, "T": 100, "H": 3, "HV": 3, "N1": 3}
     env["NC"] = X.evaluate(dict(spec.derived_vars)["NC"], env)
     for d in spec.k2.tma:
         p = bufs[d.tensor]
@@ -569,7 +617,7 @@ def test_kernel_args_name_real_buffers():
             elif a.kind == "desc":
                 assert a.name in descs
             else:
-                assert a.name in names or set(X.free_vars(a.expr)) <= {"B", "T", "H", "N1", "NC"}
+                assert a.name in names or set(X.free_vars(a.expr)) <= {"B", "T", "H", "HV", "N1", "NC"}
     assert {w.name for w in spec.workspace} == {"kd", "qd", "kr", "Ab", "Mqk", "gC"}
     assert [p.name for p in spec.outputs] == ["o", "final_state"]
 
@@ -663,7 +711,7 @@ def test_fast_front_without_initial_state_allocates_from_shapes():
     k2 = registry.find("k2", varlen=True, initial_state=None, final_state=True)
     src = gen_py.generate_fast(hc.entry_spec(k1, k2))
     assert "_empty_like" not in src.split("def call", 1)[1]
-    assert "cu_seqlens.shape[0] - 1" in src and "q.shape[2]" in src
+    assert "cu_seqlens.shape[0] - 1" in src and "v.shape[2]" in src
 
 
 def test_launch_mode_env(monkeypatch):

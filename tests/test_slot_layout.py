@@ -1,12 +1,14 @@
 """The varlen chunk-slot layout K1 and K2 share (k1_prepare's docstring): chunk j of sequence n
 goes to slot bos_n // 16 + n + j. K2 computes a sequence's first slot from that formula, K1 a
-slot's sequence by a 17-step binary search over f(n) = bos_n // 16 + n. Checked here in integer
+slot's sequence by a SEARCH_STEPS-step binary search over f(n) = bos_n // 16 + n. Checked here in integer
 arithmetic on random batches (empty and one-token sequences included) for the two properties
 the kernels rest on: the slots of all chunks are distinct and below NC = T // 16 + N, and the
 search maps each slot back to its (sequence, chunk)."""
 import random
 
 import pytest
+
+from kda_kernels.configs import MAX_SEQUENCES, SEARCH_STEPS
 
 C = 16
 
@@ -15,7 +17,7 @@ def search(cu, s):
     """K1's loop, step for step (clamps included)."""
     N = len(cu) - 1
     lo, hi = 0, N - 1
-    for _ in range(17):
+    for _ in range(SEARCH_STEPS):
         mid = (max(min(lo, N - 1), 0) + max(min(hi, N - 1), 0) + 1) // 2
         f_mid = cu[mid] // C + mid
         if lo < hi:
@@ -49,9 +51,14 @@ def test_slots_distinct_bounded_and_found(seed):
         assert search(cu, s) == owner.get(s)
 
 
-def test_search_depth_covers_the_largest_batch():
-    cu = list(range(0, 65536))  # 65535 one-token sequences: N1 = 2^16, the precondition's limit
-    for s in (0, 1, 4097, 65534 + 4095, 65535 + 4095 - 1):
-        r = search(cu, s)
-        assert r is None or cu[r[0]] // C + r[0] + r[1] == s
-    assert search(cu, 65534 // C + 65534) == (65534, 0)
+@pytest.mark.parametrize("empty", [False, True], ids=["one-token", "empty"])
+def test_search_depth_covers_the_largest_batch(empty):
+    # MAX_SEQUENCES sequences (N1 = MAX_SEQUENCES + 1, the precondition's limit), one token each
+    # or all empty but the last
+    N = MAX_SEQUENCES
+    cu = [0] * N + [1] if empty else list(range(0, N + 1))
+    last = N - 1
+    assert search(cu, cu[last] // C + last) == (last, 0)
+    for n in (0, 1, 4097, N // 2, N - 2):
+        r = search(cu, cu[n] // C + n)
+        assert r == ((n, 0) if cu[n + 1] > cu[n] else None)
