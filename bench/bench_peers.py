@@ -22,7 +22,7 @@ os.environ.setdefault("FLA_FLASH_KDA", "0")
 
 import torch  # noqa: E402
 
-SHAPES = [  # (H, sequence lengths)
+SHAPES = [  # (H, sequence lengths[, HV value heads when GVA])
     (96, [8192]),
     (96, [1300, 547, 2048, 963, 271, 3063]),
     (96, [1024] * 8),
@@ -32,29 +32,32 @@ SHAPES = [  # (H, sequence lengths)
     (96, [1024] * 16),
     (32, [32768]),
     (8, [65536]),
+    (16, [8192], 64),  # GVA: 16 q/k heads, 64 value heads
 ]
 LOWER_BOUND = -5.0
 
 
-def label(H, lens):
+def label(H, lens, HV=None):
+    heads = f"H{H}" if HV in (None, H) else f"H{H}/HV{HV}"
     if len(set(lens)) == 1:
-        return f"H{H} {len(lens)}x{lens[0]}"
-    return f"H{H} [{','.join(map(str, lens))}]"
+        return f"{heads} {len(lens)}x{lens[0]}"
+    return f"{heads} [{','.join(map(str, lens))}]"
 
 
-def make_inputs(H, lens, seed):
+def make_inputs(H, lens, seed, HV=None):
     g = torch.Generator(device="cuda").manual_seed(seed)
     T = sum(lens)
+    HV = HV or H
     bf = torch.bfloat16
     d = dict(
         q=torch.randn(1, T, H, 128, device="cuda", generator=g).to(bf),
         k=torch.randn(1, T, H, 128, device="cuda", generator=g).to(bf),
-        v=torch.randn(1, T, H, 128, device="cuda", generator=g).to(bf),
-        g=torch.randn(1, T, H, 128, device="cuda", generator=g).to(bf),
-        beta=torch.randn(1, T, H, device="cuda", generator=g).to(bf),
-        A_log=torch.empty(H, device="cuda").uniform_(0.0, 2.7, generator=g),
-        dt_bias=torch.randn(H, 128, device="cuda", generator=g) * 0.5,
-        h0=torch.randn(len(lens), H, 128, 128, device="cuda", generator=g),
+        v=torch.randn(1, T, HV, 128, device="cuda", generator=g).to(bf),
+        g=torch.randn(1, T, HV, 128, device="cuda", generator=g).to(bf),
+        beta=torch.randn(1, T, HV, device="cuda", generator=g).to(bf),
+        A_log=torch.empty(HV, device="cuda").uniform_(0.0, 2.7, generator=g),
+        dt_bias=torch.randn(HV, 128, device="cuda", generator=g) * 0.5,
+        h0=torch.randn(len(lens), HV, 128, 128, device="cuda", generator=g),
         cu=torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int64, device="cuda"),
     )
     d["cu32"] = d["cu"].int()
@@ -150,9 +153,9 @@ def host_time_us(fn, n=200):
     return time_calls(fn, n, 10, sync_every=1)["median_us"]
 
 
-def run_shape(i, H, lens, do_bench):
-    d = make_inputs(H, lens, seed=100 + i)
-    row = {"shape": label(H, lens), "H": H, "lens": lens, "T": sum(lens), "modes": {}}
+def run_shape(i, H, lens, do_bench, HV=None):
+    d = make_inputs(H, lens, seed=100 + i, HV=HV)
+    row = {"shape": label(H, lens, HV), "H": H, "HV": HV or H, "lens": lens, "T": sum(lens), "modes": {}}
     with torch.inference_mode():
         o_ref, ht_ref = ours(d)
     out_bytes = o_ref.numel() * o_ref.element_size() + ht_ref.numel() * ht_ref.element_size()
@@ -207,6 +210,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT") or str(Path(__file__).parent / "results"))
     ap.add_argument("--quick", action="store_true", help="first three shapes only")
+    ap.add_argument("--only", default=None, help="only the shapes whose label contains one of these texts "
+                                                 "(comma-separated)")
     args = ap.parse_args()
     from triton.testing import do_bench
 
@@ -214,8 +219,10 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     shapes = (SHAPES[:3] if args.quick else SHAPES)[int(os.environ.get("BENCH_SKIP", "0")):]
-    for i, (H, lens) in enumerate(shapes):
-        row = run_shape(i, H, lens, do_bench)
+    if args.only:
+        shapes = [s for s in shapes if any(t in label(*s) for t in args.only.split(","))]
+    for i, (H, lens, *hv) in enumerate(shapes):
+        row = run_shape(i, H, lens, do_bench, *hv)
         rows.append(row)
         print(json.dumps(row), flush=True)
         with open(out / "peers-rows.jsonl", "a") as f:  # kept if a later shape runs out of time

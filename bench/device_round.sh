@@ -15,6 +15,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh scaling # issue 9's scaling table with peers (split, then long)
 #   source .devbundle/activate.sh && bash bench/device_round.sh decode  # decode kernel: smoke, 256-step correctness, timing vs fla
 #   source .devbundle/activate.sh && bash bench/device_round.sh varlen  # build, hang probes, varlen GPU tests, manyseq
+#   source .devbundle/activate.sh && bash bench/device_round.sh gva     # GPU matrix with GVA rows, fla GVA, GVA + headline bench
 set -uo pipefail
 mode=${1:-tests}
 OUT=${OUT:-/tmp/kda-out}; mkdir -p "$OUT"
@@ -63,6 +64,17 @@ case "$mode" in
       > "$OUT/pytest_varlen.log" 2>&1; grep -E "passed|failed|FAILED|Error" "$OUT/pytest_varlen.log" | tail -12
     timeout 150 python bench/manyseq.py sweep --out "$OUT" --timeout 20 > "$OUT/manyseq.log" 2>&1
     grep -v '^{' "$OUT/manyseq.log" | tail -10 ;;
+  gva)
+    # after K1/K2 gained GVA (every released build's IR changed): the whole GPU matrix with its GVA
+    # rows, fla's chunk_kda with GVA through the backend, and the GVA shape plus the headline shape
+    # against the peers
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED|NOT VERIFIED"
+    timeout 240 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
+      > "$OUT/pytest_gpu.log" 2>&1; grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -12
+    timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py -k "300" \
+      > "$OUT/pytest_integration_gva.log" 2>&1; grep -E "passed|failed|FAILED|Error" "$OUT/pytest_integration_gva.log" | tail -5
+    BENCH_NO_HOST=1 timeout 200 python bench/bench_peers.py --out "$OUT" --only "HV64,H96 1x8192" > "$OUT/bench.log" 2>&1
+    tail -8 "$OUT/bench.log" ;;
   decode)
     timeout 120 python bench/decode_round.py smoke > "$OUT/decode_smoke.log" 2>&1; grep -E "correctness|Error" "$OUT/decode_smoke.log" | tail -5
     if grep -q "correctness: .* 0 bad" "$OUT/decode_smoke.log"; then

@@ -238,7 +238,7 @@ def timing():
     from triton.testing import do_bench
     from bench_peers import SHAPES, label
     rows = []
-    for i, (H, lens) in enumerate(SHAPES):
+    for i, (H, lens, *_) in enumerate(SHAPES):
         d = inputs(1, sum(lens), H, lens=lens, seed=100 + i)
         row = dict(shape=label(H, lens))
         names = ["varlen_h0f32_ht", "varlen_h0f32_ht_fast", "probe_chain", "probe_producer", "p1_varlen_h0f32_ht",

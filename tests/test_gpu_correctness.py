@@ -52,20 +52,22 @@ def _refs(inp, cu, modes, scale=None):
     return refs
 
 
-def _inputs(B, T, H, cu=None, seed=0, g_raw=None, dt_bias=None, qk_scale=(1.0, 1.0), lower_bound=-5.0):
+def _inputs(B, T, H, cu=None, seed=0, g_raw=None, dt_bias=None, qk_scale=(1.0, 1.0), lower_bound=-5.0, HV=None):
+    """HV value heads (GVA) when given: v, g, beta, A_log, dt_bias and the state get HV heads."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
     dev = "cuda"
     N = B if cu is None else cu.numel() - 1
+    HV = HV or H
     bf = torch.bfloat16
     inp = dict(
         q=(torch.randn(B, T, H, 128, device=dev, generator=gen) * qk_scale[0]).to(bf),
         k=(torch.randn(B, T, H, 128, device=dev, generator=gen) * qk_scale[1]).to(bf),
-        v=torch.randn(B, T, H, 128, device=dev, generator=gen).to(bf),
-        g=torch.randn(B, T, H, 128, device=dev, generator=gen).to(bf) if g_raw is None else g_raw,
-        beta=torch.randn(B, T, H, device=dev, generator=gen).to(bf),
-        A_log=torch.empty(H, device=dev).uniform_(0.0, 2.7, generator=gen),
-        dt_bias=(torch.randn(H, 128, device=dev, generator=gen) * 0.5) if dt_bias is None else dt_bias,
-        h0=torch.randn(N, H, 128, 128, device=dev, generator=gen),
+        v=torch.randn(B, T, HV, 128, device=dev, generator=gen).to(bf),
+        g=torch.randn(B, T, HV, 128, device=dev, generator=gen).to(bf) if g_raw is None else g_raw,
+        beta=torch.randn(B, T, HV, device=dev, generator=gen).to(bf),
+        A_log=torch.empty(HV, device=dev).uniform_(0.0, 2.7, generator=gen),
+        dt_bias=(torch.randn(HV, 128, device=dev, generator=gen) * 0.5) if dt_bias is None else dt_bias,
+        h0=torch.randn(N, HV, 128, 128, device=dev, generator=gen),
         lower_bound=lower_bound,
     )
     return inp
@@ -117,6 +119,20 @@ def test_varlen(lens, H):
     _run_modes(f"varlen {lens} H={H}", inp, cu)
 
 
+@pytest.mark.parametrize("H,HV,T", [(1, 2, 37), (2, 8, 1024), (4, 16, 97), (16, 64, 8192)])
+def test_gva_fixed(H, HV, T):
+    inp = _inputs(1, T, H, seed=T + 31 * HV, HV=HV)
+    _run_modes(f"gva fixed B=1 T={T} H={H} HV={HV}", inp, None)
+
+
+@pytest.mark.parametrize("fast_math", [False, True], ids=["accurate", "fast"])
+def test_gva_varlen(fast_math):
+    lens = [17, 0, 1, 300, 64, 1023]
+    cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
+    inp = _inputs(1, sum(lens), 2, cu=cu, seed=5, HV=6)
+    _run_modes(f"gva varlen {lens} H=2 HV=6", inp, cu, fast_math=fast_math)
+
+
 @pytest.mark.parametrize("B,T", [(2, 64), (2, 1024), (4, 256), (8, 128)])
 def test_batched(B, T):
     inp = _inputs(B, T, 4, seed=B * T)
@@ -159,12 +175,12 @@ def test_varlen_single_token_and_empty(lens):
     _run_modes(f"varlen {lens} H=4", inp, cu)
 
 
-@pytest.mark.parametrize("N,H", [(4096, 1), (4096, 8), (1024, 32)])
-def test_many_sequences(N, H):
-    """Serving batches: thousands of short sequences, one in eight empty, the rest 1-80 tokens
-    (issue 9: such calls used to hang in K2)."""
+@pytest.mark.parametrize("N,H,most", [(4096, 1, 80), (4096, 8, 80), (1024, 32, 80), (70000, 1, 3)])
+def test_many_sequences(N, H, most):
+    """Serving batches: thousands of short sequences, one in eight empty, the rest 1-`most` tokens
+    (issue 9: such calls used to hang in K2; past 65535 sequences K2's grid used to overflow)."""
     gen = torch.Generator().manual_seed(N + H)
-    lens = torch.randint(1, 81, (N,), generator=gen)
+    lens = torch.randint(1, most + 1, (N,), generator=gen)
     lens[torch.randint(0, 8, (N,), generator=gen) == 0] = 0
     cu = torch.cat([torch.zeros(1, dtype=torch.int64), lens.cumsum(0)]).cuda()
     inp = _inputs(1, int(lens.sum()), H, cu=cu, seed=N * H)

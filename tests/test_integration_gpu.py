@@ -16,13 +16,13 @@ pytestmark = pytest.mark.gpu
 TOL = 5e-3
 
 
-def inputs(B, T, H, lens=None, seed=0, state=torch.float32):
+def inputs(B, T, H, lens=None, seed=0, state=torch.float32, HV=None):
     from kda_kernels import reference as R
     cu = None
     if lens is not None:
         B, T = 1, sum(lens)
         cu = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int64, device="cuda")
-    return R.random_inputs(B, T, H, device="cuda", seed=seed, cu_seqlens=cu, state_dtype=state)
+    return R.random_inputs(B, T, H, device="cuda", seed=seed, cu_seqlens=cu, state_dtype=state, HV=HV)
 
 
 def ref(x):
@@ -69,19 +69,20 @@ def test_compile_fullgraph_matches_eager_and_captures():
         assert rel_err(o_g / 2, o_r) <= TOL and rel_err(ht_g, ht_r) <= TOL
 
 
-SHAPES = [(96, [8192]), (96, [1300, 547, 2048, 963, 271, 3063]), (64, [1024] * 8), (4, [17, 0, 1, 100])]
+SHAPES = [(96, [8192], None), (96, [1300, 547, 2048, 963, 271, 3063], None), (64, [1024] * 8, None),
+          (4, [17, 0, 1, 100], None), (2, [300, 0, 77, 1], 8)]
 
 
 @pytest.mark.parametrize("state_v_first", [True, False])
-@pytest.mark.parametrize("H,lens", SHAPES, ids=lambda v: str(v)[:24])
-def test_fla_chunk_kda_with_and_without_the_backend(H, lens, state_v_first, monkeypatch):
+@pytest.mark.parametrize("H,lens,HV", SHAPES, ids=lambda v: str(v)[:24])
+def test_fla_chunk_kda_with_and_without_the_backend(H, lens, HV, state_v_first, monkeypatch):
     pytest.importorskip("fla")
     monkeypatch.setenv("FLA_FLASH_KDA", "0")
     from fla.ops.kda import chunk_kda
 
     import kda_tile.fla as backend
     from kda_kernels.reference import rel_err
-    x = inputs(1, None, H, lens=lens, seed=H + len(lens))
+    x = inputs(1, None, H, lens=lens, seed=H + len(lens), HV=HV)
     h0 = x["initial_state"] if state_v_first else x["initial_state"].transpose(-1, -2).contiguous()
     kw = dict(q=x["q"], k=x["k"], v=x["v"], g=x["g"], beta=x["beta"], initial_state=h0, output_final_state=True,
               use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True, use_beta_sigmoid_in_kernel=True,
