@@ -30,16 +30,12 @@ from __future__ import annotations
 
 from . import expr as X
 from . import rules as R
-from .spec import DTYPE_BYTES, PREFILL, Contract, EntrySpec
+from .spec import DTYPE_BYTES, Contract, EntrySpec
 
 
 def arg_index(contract: Contract) -> dict:
     return {n: i for i, n in enumerate(contract.positional)}
 
-
-ARG_INDEX = arg_index(PREFILL)
-FLAGS_INDEX = len(PREFILL.positional)
-EXPECT_DEVICE_INDEX = FLAGS_INDEX + 1
 
 # DLDataType (code, bits) per dtype name; codes: 0 int, 1 uint, 2 float, 4 bfloat, 6 bool.
 DL_DTYPE = {"bfloat16": (4, 16), "float16": (2, 16), "float32": (2, 32), "float64": (2, 64),

@@ -6,7 +6,6 @@ import torch
 
 from kda_kernels import registry
 
-from . import gate
 from .api import _device_types, _gated_entry
 
 _STATE_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
