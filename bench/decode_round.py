@@ -1,4 +1,4 @@
-"""The decode kernel (kda_kernels/decode.py, unreleased) on the GPU, through TileLang's own JIT
+"""The decode kernel (kda_kernels/decode.py) on the GPU, through TileLang's own JIT
 launcher: correctness against the float64 reference, then time per step against fla's
 fused_recurrent_kda in its serving mode (state pool + ssm_state_indices, updated in place).
 
@@ -50,7 +50,7 @@ def pool_indices(N, P, gen, pad_every=5):
 
 
 def case(N, S, H, HV, state_dtype, steps, fast=False, seed=0):
-    cfg = DecodeConfig(tokens=S, state_dtype=state_dtype, fast_math=fast)
+    cfg = DecodeConfig(state_dtype=state_dtype, fast_math=fast)  # S is a shape variable
     kern = compiled(cfg)
     gen = torch.Generator(device="cuda").manual_seed(seed)
     P = 2 * N

@@ -13,7 +13,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh manyseq # packed batches of many short sequences
 #   source .devbundle/activate.sh && bash bench/device_round.sh short   # startup (3 warm runs) then integration
 #   source .devbundle/activate.sh && bash bench/device_round.sh scaling # issue 9's scaling table with peers (split, then long)
-#   source .devbundle/activate.sh && bash bench/device_round.sh decode  # decode kernel: smoke, 256-step correctness, timing vs fla
+#   source .devbundle/activate.sh && bash bench/device_round.sh decode  # kda_decode: build, GPU tests, bench/decode.py (< 8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh decode_round  # the kernel alone through TileLang's JIT
 #   source .devbundle/activate.sh && bash bench/device_round.sh varlen  # build, hang probes, varlen GPU tests, manyseq
 #   source .devbundle/activate.sh && bash bench/device_round.sh gva     # GPU matrix with GVA rows, fla GVA, GVA + headline bench
 set -uo pipefail
@@ -76,6 +77,13 @@ case "$mode" in
     BENCH_NO_HOST=1 timeout 200 python bench/bench_peers.py --out "$OUT" --only "HV64,H96 1x8192" > "$OUT/bench.log" 2>&1
     tail -8 "$OUT/bench.log" ;;
   decode)
+    # kda_tile.kda_decode (issue 12): build (kernels + entries), the decode GPU tests, then bench/decode.py
+    timeout 150 python -m kda_tile build --jobs 12 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tee "$OUT/build.log"
+    timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
+    tail -15 "$OUT/decode_gpu_tests.log"
+    timeout 170 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
+    grep -v '^{' "$OUT/decode_bench.log" | tail -18 ;;
+  decode_round)
     timeout 120 python bench/decode_round.py smoke > "$OUT/decode_smoke.log" 2>&1; grep -E "correctness|Error" "$OUT/decode_smoke.log" | tail -5
     if grep -q "correctness: .* 0 bad" "$OUT/decode_smoke.log"; then
       timeout 240 python bench/decode_round.py correctness > "$OUT/decode_correctness.log" 2>&1

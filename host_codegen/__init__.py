@@ -1,18 +1,22 @@
-"""Generated host entries for kda_tile: one per released (K1, K2) configuration.
+"""Generated host entries for kda_tile: one per released (K1, K2) prefill configuration and
+one per released decode build.
 
     from host_codegen import get_entry
     entry = get_entry(k1_build, k2_build)            # backend="py" (stage A) or "cpp" (stage B)
     o, final_state = entry(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state,
                            lower_bound, scale)          # optional: o=..., final_state=..., validate="full"
     env = entry.validate_only(..., expect_device="cpu")  # checks only; no GPU, no launch
+    dec = get_entry(decode_build)                    # one kernel
+    o = dec(q, k, v, g, beta, A_log, dt_bias, state_pool, state_indices, lower_bound, scale)
 
-Every check comes from the lowered IR of the two builds (host_codegen.spec / .rules).
+Every check comes from the lowered IR of the builds (host_codegen.spec / .rules); the family's
+contract (spec.PREFILL, spec.DECODE) names and orders the public arguments.
 
 validate="fast" (the default) reads only tensor metadata: no device synchronization, safe
 inside CUDA-graph capture. The kernels clamp cu_seqlens values, so any contents stay inside
 the buffers. validate="full" also checks the contents of cu_seqlens (starts at 0,
-non-decreasing, ends at T): it copies N+1 int64 to the host and synchronizes the caller's
-current stream, so the call waits for all work queued on that stream (plus a ~10 us copy);
+non-decreasing, ends at T) or of state_indices (each -1 or a pool row, no row twice): it
+copies them to the host and synchronizes the caller's current stream, so the call waits for all work queued on that stream (plus a ~10 us copy);
 it cannot be used while capturing a CUDA graph.
 The C++ entry keeps the K1->K2 workspace between calls, one per (device, stream), and submits
 K1 and K2 as one launch of a two-node CUDA graph whose node parameters it rewrites per call
@@ -23,7 +27,7 @@ Caches (under cache_dir(), $KDA_TILE_CACHE/host_codegen, default ~/.cache/kda_ti
       (spec.pickle), its CUDA source, its sm_90a cubin and meta.json (name, IR hash, gate key,
       shared memory). Keyed by the build's gate key (kda_kernels.buildkey), so a warm process
       reads the spec without lowering; a changed source, config or TileLang gets a fresh one.
-  <entry key>/  one per (K1, K2) pair: the generated C++ (entry.cc), its TVM-FFI module, the
+  <entry key>/  one per (K1, K2) pair or decode build: the generated C++ (entry.cc), its TVM-FFI module, the
       Python front (fast.py) and binding.json, written last, naming the generator and the IR
       hash of each kernel the entry was generated from. The entry key hashes the generator
       (GENERATOR_VERSION and host_codegen's own sources) and both KernelSpecs (IR hashes
@@ -43,9 +47,9 @@ import pickle
 import threading
 from pathlib import Path
 
-from .spec import EntrySpec, KernelSpec, join, read_entry, read_kernel  # noqa: F401
+from .spec import EntrySpec, KernelSpec, contract_of, join, read_entry, read_kernel, single  # noqa: F401
 
-GENERATOR_VERSION = "3"
+GENERATOR_VERSION = "4"
 
 _lock = threading.Lock()
 
@@ -171,7 +175,10 @@ def cubin_path(build, compile_missing: bool = True) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def entry_spec(k1_build, k2_build) -> EntrySpec:
+def entry_spec(k1_build, k2_build=None) -> EntrySpec:
+    """The entry of a (K1, K2) pair, or of one kernel (k2_build None)."""
+    if k2_build is None:
+        return single(kernel_spec(k1_build), contract_of(k1_build))
     return join(kernel_spec(k1_build), kernel_spec(k2_build), k1_build, k2_build)
 
 
@@ -191,7 +198,7 @@ def _load_module(path: str, name: str):
     return mod
 
 
-def entry_dir(k1_build, k2_build):
+def entry_dir(k1_build, k2_build=None):
     """(spec, key, directory) of one entry's generated sources and builds, created on demand."""
     spec = entry_spec(k1_build, k2_build)
     key = entry_key(spec)
@@ -201,7 +208,7 @@ def entry_dir(k1_build, k2_build):
 
 
 @functools.lru_cache(maxsize=None)
-def _py_module(k1_build, k2_build):
+def _py_module(k1_build, k2_build=None):
     spec, key, d = entry_dir(k1_build, k2_build)
     path = os.path.join(d, "entry.py")
     with _lock:
@@ -214,24 +221,24 @@ class PyEntry:
 
     backend = "py"
 
-    def __init__(self, k1_build, k2_build):
+    def __init__(self, k1_build, k2_build=None):
         self.k1_build, self.k2_build = k1_build, k2_build
+        self.builds = (k1_build,) if k2_build is None else (k1_build, k2_build)
         self.spec = entry_spec(k1_build, k2_build)
         self.module = _py_module(k1_build, k2_build)
-        self.ir_hashes = {ks.build_name: ks.ir_hash for ks in (self.spec.k1, self.spec.k2)}
+        self.ir_hashes = {ks.build_name: ks.ir_hash for ks in self.spec.kernels}
         self.validate_only = self.module.validate
         self._kernels = None
 
     def kernels(self):
         if self._kernels is None:
-            self._kernels = (_jit(self.k1_build), _jit(self.k2_build))
+            self._kernels = tuple(_jit(b) for b in self.builds)
         return self._kernels
 
-    def __call__(self, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
-                 o=None, final_state=None, validate="fast"):
-        k1, k2 = self._kernels or self.kernels()
-        return self.module.launch(k1, k2, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state,
-                                  lower_bound, scale, o, final_state, validate=validate)
+    def __call__(self, *args, validate="fast", **outputs):
+        """(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
+        o=None, final_state=None) for prefill; the decode contract's arguments for decode."""
+        return self.module.launch(*(self._kernels or self.kernels()), *args, validate=validate, **outputs)
 
 
 @functools.lru_cache(maxsize=None)
@@ -242,8 +249,9 @@ def _jit(build):
 
 
 @functools.lru_cache(maxsize=None)
-def get_entry(k1_build, k2_build, backend: str = None):
-    """The host entry of one released configuration. backend: "cpp" (the generated C++
+def get_entry(k1_build, k2_build=None, backend: str = None):
+    """The host entry of one released configuration: a (K1, K2) pair, or one decode build
+    (k2_build None). backend: "cpp" (the generated C++
     entry through TVM-FFI), "py" (generated Python, launches tilelang JIT kernels), or None:
     the environment variable KDA_TILE_HOST_BACKEND, else "cpp"."""
     backend = backend or os.environ.get("KDA_TILE_HOST_BACKEND", "cpp")
@@ -261,3 +269,9 @@ def released_pairs():
     k1s = [b for b in registry.RELEASED if b.stage == "k1"]
     k2s = [b for b in registry.RELEASED if b.stage == "k2"]
     return [(a, b) for a in k1s for b in k2s if a.config.varlen == b.config.varlen]
+
+
+def released_entries():
+    """Every released entry as a tuple of builds: the (K1, K2) pairs, then each decode build."""
+    from kda_kernels import registry
+    return [tuple(p) for p in released_pairs()] + [(b,) for b in registry.RELEASED if b.stage == "decode"]

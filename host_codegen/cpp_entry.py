@@ -46,7 +46,7 @@ def read_binding(d: str):
 
 
 @functools.lru_cache(maxsize=None)
-def _module(k1_build, k2_build):
+def _module(k1_build, k2_build=None):
     """(loaded module, entry folder, binding)."""
     import tvm_ffi
 
@@ -65,7 +65,7 @@ def _module(k1_build, k2_build):
             "generator": generator_id(), "entry_key": key, "name": spec.name,
             "module": os.path.relpath(so, d), "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
             "kernels": {ks.stage: {"name": ks.build_name, "ir_hash": ks.ir_hash,
-                                   "kernel_source_sha": ks.kernel_source_sha} for ks in (spec.k1, spec.k2)},
+                                   "kernel_source_sha": ks.kernel_source_sha} for ks in spec.kernels},
         }
         _write_atomic(os.path.join(d, "binding.json"), json.dumps(binding, indent=1, sort_keys=True).encode())
     return tvm_ffi.load_module(os.path.join(d, binding["module"])), d, binding
@@ -84,13 +84,18 @@ def compile_cuda(source: str, build) -> bytes:
 
 class CppEntry:
     """entry(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
-    o=None, final_state=None, validate="fast") -> (o, final_state or None)."""
+    o=None, final_state=None, validate="fast") -> (o, final_state or None) for a (K1, K2) pair;
+    entry(q, k, v, g, beta, A_log, dt_bias, state_pool, state_indices, lower_bound, scale, o=None,
+    validate="fast") -> o for a decode build. Outputs are keyword arguments named as in the
+    contract (spec.Contract.outputs); with one output the entry returns it alone."""
 
     backend = "cpp"
 
-    def __init__(self, k1_build, k2_build):
+    def __init__(self, k1_build, k2_build=None):
         self.k1_build, self.k2_build = k1_build, k2_build
+        self.builds = (k1_build,) if k2_build is None else (k1_build, k2_build)
         self.spec = entry_spec(k1_build, k2_build)
+        self.contract = self.spec.contract
         self.module, self.dir, self.binding = _module(k1_build, k2_build)
         # build name -> the IR hash this entry was generated from (the release gate checks it)
         self.ir_hashes = {k["name"]: k["ir_hash"] for k in self.binding["kernels"].values()}
@@ -99,13 +104,26 @@ class CppEntry:
         self._bench = self.module["bench_validate"]
         self._vars = gen_cpp.shape_var_order(self.spec)
         self._names = self._vars + [s.name for s in self.spec.scalars]
+        self._n_out = len(self.contract.outputs)
         self._loaded = False
         self._fast = None
 
+    def _outputs(self, outputs: dict) -> list:
+        unknown = sorted(set(outputs) - set(self.contract.outputs))
+        if unknown:
+            raise TypeError(f"{unknown[0]}: not an output of this entry (outputs: {', '.join(self.contract.outputs)})")
+        return [outputs.get(o) for o in self.contract.outputs]
+
+    def _result(self, r, given: list):
+        """The entry's return value with each output the caller passed put back in its place."""
+        if self._n_out == 1:
+            return given[0] if r is None else r
+        return tuple(g if x is None else x for g, x in zip(given, list(r)))
+
     def load_kernels(self):
-        """Compile (or reuse) both cubins and hand them to the module. Needs nvcc, not a GPU."""
+        """Compile (or reuse) the cubins and hand them to the module. Needs nvcc, not a GPU."""
         if not self._loaded:
-            self.module["load_cubins"](cubin_path(self.k1_build), cubin_path(self.k2_build))
+            self.module["load_cubins"](*(cubin_path(b) for b in self.builds))
             self._loaded = True
         return self
 
@@ -119,18 +137,20 @@ class CppEntry:
 
     @property
     def fast(self):
-        """The lowest-overhead call: fast(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state,
-        lower_bound, scale) -> (o, final_state or None); default validation, fresh outputs."""
+        """The lowest-overhead call with default validation and fresh outputs: fast(q, k, v, g,
+        beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale) -> (o, final_state or
+        None) for prefill; fast(<the decode arguments>) -> o for decode."""
         if self._fast is None:
             self.load_kernels()
             mod = self._fast_module()
             entry = self._entry
 
             lf = launch_flags()
+            n_out = self._n_out
 
             def slow(*a):
-                r = entry(*a, None, None, lf)
-                return r[0], r[1]
+                r = entry(*a, *([None] * n_out), lf)
+                return r if n_out == 1 else (r[0], r[1])
             self._fast = mod.make(entry, slow, 8 | lf)
         return self._fast
 
@@ -138,50 +158,49 @@ class CppEntry:
     def raw(self):
         """The TVM-FFI function itself, for the lowest call overhead:
         raw(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale
-            [, o, final_state, flags]) -> (o or None when o was passed, final_state or None).
+            [, o, final_state, flags]) -> (o or None when o was passed, final_state or None)
+        (decode: raw(<its 11 arguments>[, o, flags]) -> o or None when o was passed).
         flags bit 0 = full validation."""
         self.load_kernels()
         return self._entry
 
-    def __call__(self, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
-                 o=None, final_state=None, validate="fast"):
+    def _flags(self, validate) -> int:
+        if validate == "fast":
+            return 0
+        if validate == "full":
+            return 1
+        raise ValueError("validate: expected 'fast' or 'full', got " + repr(validate))
+
+    def __call__(self, *args, validate="fast", **outputs):
         if not self._loaded:
             self.load_kernels()
-        if validate == "fast":
-            flags = 0
-        elif validate == "full":
-            flags = 1
-        else:
-            raise ValueError("validate: expected 'fast' or 'full', got " + repr(validate))
-        if o is None and final_state is None and flags == 0:
-            return (self._fast or self.fast)(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state,
-                                             lower_bound, scale)
-        r = self._entry(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
-                        o, final_state, flags | launch_flags())
-        ro, rht = r[0], r[1]
-        return (o if ro is None else ro), (final_state if rht is None else rht)
+        flags = self._flags(validate)
+        given = self._outputs(outputs)
+        if flags == 0 and all(g is None for g in given):
+            return (self._fast or self.fast)(*args)
+        return self._result(self._entry(*args, *given, flags | launch_flags()), given)
 
-    def dry_run(self, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
-                o=None, final_state=None, validate="fast"):
+    def dry_run(self, *args, validate="fast", **outputs):
         """The whole entry on CPU tensors except the driver calls (no cubins, descriptors or
         launches): validation, workspace and output allocation, kernel-argument packing."""
-        flags = 4 | (1 if validate == "full" else 0)
-        r = self._entry(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
-                        o, final_state, flags)
-        ro, rht = r[0], r[1]
-        return (o if ro is None else ro), (final_state if rht is None else rht)
+        given = self._outputs(outputs)
+        return self._result(self._entry(*args, *given, 4 | (1 if validate == "full" else 0)), given)
 
     def dry_run_fast(self):
         """`fast` with the dry-run flag: the same Python front on CPU tensors, no driver calls."""
         mod = self._fast_module()
         entry = self._entry
+        n_flags = len(self.contract.positional) + 1
+        n_out = self._n_out
 
         def dry(*a):
-            if len(a) == 14:
-                a = a[:13] + (a[13] | 4,)
+            if len(a) == n_flags:
+                a = a[:-1] + (a[-1] | 4,)
             r = entry(*a)
-            return (r[0], r[1]) if len(a) != 14 or not (a[13] & 8) else r
-        return mod.make(dry, lambda *a: dry(*a, None, None, 4))
+            if n_out == 1:
+                return r
+            return (r[0], r[1]) if len(a) != n_flags or not (a[-1] & 8) else r
+        return mod.make(dry, lambda *a: dry(*a, *([None] * n_out), 4))
 
     def release_workspaces(self) -> int:
         """Drops this entry's cached workspaces; returns their bytes."""
@@ -191,18 +210,14 @@ class CppEntry:
         """Steady-clock ns at each phase boundary of this thread's last call made with flags bit 4."""
         return [int(x) for x in self.module["last_profile"]()]
 
-    def validate_only(self, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
-                      o=None, final_state=None, expect_device="cuda", validate="fast"):
+    def validate_only(self, *args, expect_device="cuda", validate="fast", **outputs):
         if validate not in ("fast", "full"):
             raise ValueError("validate: expected 'fast' or 'full', got " + repr(validate))
         dev = {"cpu": 1, "cuda": 2}[expect_device]
-        r = self._validate(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
-                           o, final_state, 1 if validate == "full" else 0, dev)
+        r = self._validate(*args, *self._outputs(outputs), 1 if validate == "full" else 0, dev)
         return dict(zip(self._names, list(r)))
 
-    def bench_validate(self, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
-                       expect_device="cuda", iters=100000) -> float:
+    def bench_validate(self, *args, expect_device="cuda", iters=100000) -> float:
         """Nanoseconds per validation, timed inside C++ (no FFI call cost)."""
         dev = {"cpu": 1, "cuda": 2}[expect_device]
-        return float(self._bench(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
-                                 None, None, 0, dev, iters))
+        return float(self._bench(*args, *([None] * self._n_out), 0, dev, iters))

@@ -1,5 +1,8 @@
 """Renders an EntrySpec into the C++ source of one TVM-FFI host entry (stage B).
 
+The argument order is the entry's contract (spec.Contract: args, scalars, outputs, then flags);
+for prefill:
+
 Exports (TVM-FFI packed functions):
   entry(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale
         [, o, final_state, flags]) -> (o or None if the caller passed o, final_state or None)
@@ -17,17 +20,22 @@ Exports (TVM-FFI packed functions):
   release_workspaces() -> bytes of cached workspace dropped (freed in stream order by the allocator)
 The CUDA driver is opened with dlopen("libcuda.so.1") at the first launch, so the module
 builds and validates on a machine without a GPU.
+
+A one-kernel entry (decode) takes (q, k, v, g, beta, A_log, dt_bias, state_pool, state_indices,
+lower_bound, scale[, o, flags]), returns o (None when the caller passed o), launches its kernel
+with one cuLaunchKernel (flag bit 7 and bits 8, 9 do nothing) and allocates nothing but o: it
+has no workspace. load_cubins takes one path per kernel.
 """
 from __future__ import annotations
 
 from . import expr as X
 from . import rules as R
-from .spec import DTYPE_BYTES, IR_TO_PUBLIC, EntrySpec
+from .spec import DTYPE_BYTES, Contract, EntrySpec
 
-ARG_INDEX = {"q": 0, "k": 1, "v": 2, "g": 3, "beta": 4, "A_log": 5, "dt_bias": 6, "cu_seqlens": 7,
-             "initial_state": 8, "lower_bound": 9, "scale": 10, "o": 11, "final_state": 12}
-FLAGS_INDEX = 13
-EXPECT_DEVICE_INDEX = 14
+
+def arg_index(contract: Contract) -> dict:
+    return {n: i for i, n in enumerate(contract.positional)}
+
 
 # DLDataType (code, bits) per dtype name; codes: 0 int, 1 uint, 2 float, 4 bfloat, 6 bool.
 DL_DTYPE = {"bfloat16": (4, 16), "float16": (2, 16), "float32": (2, 32), "float64": (2, 64),
@@ -80,6 +88,8 @@ _PRELUDE = r'''
 namespace ffi = tvm::ffi;
 
 namespace {
+
+constexpr int kNumKernels = @NUM_KERNELS@;
 
 struct ArgError {
   const char* kind;
@@ -297,12 +307,12 @@ struct Kernel {
 };
 
 constexpr int kMaxDevices = 64;
-std::string g_cubin[2];
+std::string g_cubin[kNumKernels];
 std::mutex g_mu;
 struct DeviceKernels {
   std::atomic<bool> ready{false};
   CUcontext ctx = nullptr;
-  Kernel k[2];
+  Kernel k[kNumKernels];
 };
 DeviceKernels g_dev[kMaxDevices];
 
@@ -320,14 +330,15 @@ DeviceKernels* kernels_for(int dev, CUcontext* prev, const char* const* symbols)
   if (!dk->ready.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(g_mu);
     if (!dk->ready.load(std::memory_order_relaxed)) {
-      if (g_cubin[0].empty() || g_cubin[1].empty()) fail("RuntimeError", "kernel cubins not loaded (call load_cubins)");
+      for (int i = 0; i < kNumKernels; ++i)
+        if (g_cubin[i].empty()) fail("RuntimeError", "kernel cubins not loaded (call load_cubins)");
       CUdevice cd;
       check_cu(d->cuDeviceGet(&cd, dev), "cuDeviceGet");
       check_cu(d->cuDevicePrimaryCtxRetain(&dk->ctx, cd), "cuDevicePrimaryCtxRetain");
       CUcontext old = nullptr;
       check_cu(d->cuCtxGetCurrent(&old), "cuCtxGetCurrent");
       check_cu(d->cuCtxSetCurrent(dk->ctx), "cuCtxSetCurrent");
-      for (int i = 0; i < 2; ++i) {
+      for (int i = 0; i < kNumKernels; ++i) {
         CUmodule m;
         check_cu(d->cuModuleLoadData(&m, g_cubin[i].data()), "cuModuleLoadData");
         check_cu(d->cuModuleGetFunction(&dk->k[i].fn, m, symbols[i]), "cuModuleGetFunction");
@@ -396,7 +407,7 @@ thread_local PairGraph* g_pair[kMaxDevices] = {};
 
 void launch_graph(const Launch* L, int dev, CUstream stream) {
   Driver* d = driver();
-  KernelNodeParams p[2] = {node_params(L[0]), node_params(L[1])};
+  KernelNodeParams p[2] = {node_params(L[0]), node_params(L[kNumKernels - 1])};
   PairGraph* pg = g_pair[dev];
   if (pg == nullptr) {
     PairGraph* n = new PairGraph();
@@ -412,17 +423,17 @@ void launch_graph(const Launch* L, int dev, CUstream stream) {
   check_cu(d->cuGraphLaunch(pg->exec, stream), "cuGraphLaunch");
 }
 
-// K1 then K2 on `stream`: two cuLaunchKernel calls, or one graph launch (`graph`; never while
-// the stream is capturing, where the two kernels are captured as they are).
+// The kernels in order on `stream`: one cuLaunchKernel each, or (a pair only) one graph launch
+// (`graph`; never while the stream is capturing, where the two kernels are captured as they are).
 void launch_pair(Launch* L, int dev, CUstream stream, bool graph, bool prof, int skip) {
   Driver* d = driver();
-  for (int i = 0; i < 2; ++i) ensure_smem(*L[i].k, L[i].smem);
-  if (graph && !skip) {
+  for (int i = 0; i < kNumKernels; ++i) ensure_smem(*L[i].k, L[i].smem);
+  if (kNumKernels == 2 && graph && !skip) {
     launch_graph(L, dev, stream);
     mark(prof);
     return;
   }
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < kNumKernels; ++i) {
     const Launch& l = L[i];
     if (skip & (1 << i)) continue;
     check_cu(d->cuLaunchKernel(l.k->fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
@@ -595,6 +606,36 @@ void read_cu_seqlens(const DLTensor* cu, int64_t n, std::vector<int64_t>* out, C
   check_cu(d->cuStreamSynchronize(stream), "cuStreamSynchronize");
 }
 
+// validate="full" for a state pool: every index is -1 or a row in [0, P), and no row is used twice.
+void read_state_indices(const DLTensor* t, int64_t n, std::vector<int64_t>* out, CUstream stream) {
+  out->resize(n);
+  if (n == 0) return;
+  if (t->device.device_type == kDLCPU) {
+    std::memcpy(out->data(), data_ptr(t), n * sizeof(int64_t));
+    return;
+  }
+  Driver* d = driver();
+  check_cu(d->cuMemcpyDtoHAsync(out->data(), reinterpret_cast<uint64_t>(data_ptr(t)), n * sizeof(int64_t), stream),
+           "cuMemcpyDtoHAsync(state_indices)");
+  check_cu(d->cuStreamSynchronize(stream), "cuStreamSynchronize");
+}
+
+void check_state_indices(const std::vector<int64_t>& idx, int64_t P) {
+  std::vector<int64_t> owner(static_cast<size_t>(P), -1);
+  for (size_t i = 0; i < idx.size(); ++i) {
+    int64_t x = idx[i];
+    if (x != -1 && (x < 0 || x >= P))
+      fail("ValueError", "state_indices[" + S(i) + "]: expected -1 (padding) or a pool row in [0, " + S(P) +
+                             ") (P = state_pool.shape[0]), got " + S(x));
+    if (x >= 0) {
+      if (owner[x] >= 0)
+        fail("ValueError", "state_indices[" + S(i) + "]: expected a pool row no other sequence updates, got " + S(x) +
+                               " (also state_indices[" + S(owner[x]) + "])");
+      owner[x] = static_cast<int64_t>(i);
+    }
+  }
+}
+
 void check_cu_contents(const std::vector<int64_t>& c, int64_t T) {
   if (c[0] != 0) fail("ValueError", "cu_seqlens[0]: expected 0, got " + S(c[0]));
   for (size_t i = 1; i < c.size(); ++i)
@@ -610,13 +651,18 @@ void check_cu_contents(const std::vector<int64_t>& c, int64_t T) {
 
 def generate(spec: EntrySpec) -> str:
     rules = R.build_rules(spec)
+    contract = spec.contract
+    index = arg_index(contract)
+    n_pos = len(contract.args) + len(contract.scalars)
+    flags_index = len(contract.positional)
+    nk = len(spec.kernels)
     out_names = [p.name for p in spec.outputs]
     shape_vars = sorted({r.var for r in rules if isinstance(r, (R.Bind, R.Derive))})
+    contents = next((r for r in rules if isinstance(r, R.Contents)), None)
     L: list[str] = [f"// Generated by host_codegen.gen_cpp for {spec.name}. Do not edit.",
-                    f"// key {spec.key}",
-                    f"// k1 ir_hash {spec.k1.ir_hash}",
-                    f"// k2 ir_hash {spec.k2.ir_hash}",
-                    _PRELUDE]
+                    f"// key {spec.key}"]
+    L += [f"// k{i + 1} ir_hash {ks.ir_hash}" for i, ks in enumerate(spec.kernels)]
+    L.append(_PRELUDE.replace("@NUM_KERNELS@", str(nk)))
 
     # ---- validation, shared by every export ----
     L.append("struct Env {")
@@ -624,24 +670,24 @@ def generate(spec: EntrySpec) -> str:
         L.append(f"  int64_t {_v(v)} = 0;")
     for s in spec.scalars:
         L.append(f"  double {_s(s.name)} = 0;")
-    for n in ARG_INDEX:
-        if n not in ("lower_bound", "scale"):
+    for n in index:
+        if n not in contract.scalars:
             L.append(f"  DLTensor* t_{n} = nullptr;")
     L.append("};")
     L.append("")
     L.append("void validate(const TVMFFIAny* A, int32_t num_args, int expect_device, bool full, Env* E, CUstream stream) {")
-    L.append('  if (num_args < 11) fail("TypeError", "entry: expected at least 11 arguments, got " + S(num_args));')
+    L.append(f'  if (num_args < {n_pos}) fail("TypeError", "entry: expected at least {n_pos} arguments, got " + S(num_args));')
     L.append("  const TVMFFIAny none_arg{};")
-    L.append("  const TVMFFIAny& a_o = num_args > 11 ? A[11] : none_arg;")
-    L.append("  const TVMFFIAny& a_final_state = num_args > 12 ? A[12] : none_arg;")
+    for o in contract.outputs:
+        L.append(f"  const TVMFFIAny& a_{o} = num_args > {index[o]} ? A[{index[o]}] : none_arg;")
     for v in shape_vars:
         L.append(f"  int64_t& {_v(v)} = E->{_v(v)};")
     for s in spec.scalars:
         L.append(f"  double& {_s(s.name)} = E->{_s(s.name)};")
 
     def arg_ref(name):
-        i = ARG_INDEX[name]
-        return f"a_{name}" if i >= 11 else f"A[{i}]"
+        i = index[name]
+        return f"a_{name}" if i >= n_pos else f"A[{i}]"
 
     declared = set()
 
@@ -704,9 +750,9 @@ def generate(spec: EntrySpec) -> str:
                      f"fail(\"ValueError\", std::string({_lit(arg + ': expected data_ptr % ' + str(n) + ' == 0 (' + r.why + '), got data_ptr % ' + str(n) + ' == ')}) + S(rem)); }}")
         elif isinstance(r, R.NoAlias):
             L.append(f"  if ({tref(r.out)} && {tref(r.other)} && overlap({tref(r.out)}, {tref(r.other)})) fail(\"ValueError\", "
-                     f"{_lit(r.out + ': expected no overlap with ' + r.other + ' (outputs must not alias inputs), got overlapping memory')});")
+                     f"{_lit(r.out + ': expected no overlap with ' + r.other + ' (' + r.why + '), got overlapping memory')});")
         elif isinstance(r, R.Scalar):
-            i = ARG_INDEX[r.arg]
+            i = index[r.arg]
             if r.arg == "scale":
                 L.append(f"  {_s('scale')} = is_none(A[{i}]) ? {float(spec.head_dim) ** -0.5!r} : scalar_arg(A[{i}], \"scale\");")
             else:
@@ -714,23 +760,31 @@ def generate(spec: EntrySpec) -> str:
         elif isinstance(r, R.ScalarPre):
             e = X.to_c(r.expr, _s)
             L.append(f"  if (!({e})) fail(\"ValueError\", std::string({_lit(r.arg + ': expected ' + r.src + ', got ' + r.arg + ' = ')}) + F({_s(r.arg)}));")
+        elif isinstance(r, R.Contents):
+            pass  # rendered below: validate_only reads here, run() after validate() (it needs the stream)
         else:
             raise TypeError(r)
-    if spec.varlen:
-        L.append("  if (full) {")
+
+    def render_contents(full, ref):
+        if contents is None:
+            return
+        read, check = (("read_cu_seqlens", "check_cu_contents") if contents.arg == "cu_seqlens"
+                       else ("read_state_indices", "check_state_indices"))
+        L.append(f"  if ({full}) {{")
         L.append("    std::vector<int64_t> c;")
-        L.append(f"    read_cu_seqlens(E->t_cu_seqlens, {_v('N1')}, &c, stream);")
-        L.append(f"    check_cu_contents(c, {_v('T')});")
+        L.append(f"    {read}(E->t_{contents.arg}, {ref(contents.length)}, &c, stream);")
+        L.append(f"    {check}(c, {ref(contents.bound)});")
         L.append("  }")
+    render_contents("full", _v)
     L.append("}")
     L.append("")
 
     # ---- launch ----
-    symbols = f"{{{_lit(spec.k1.symbol)}, {_lit(spec.k2.symbol)}}}"
-    L.append(f"const char* const kSymbols[2] = {symbols};")
+    symbols = "{" + ", ".join(_lit(ks.symbol) for ks in spec.kernels) + "}"
+    L.append(f"const char* const kSymbols[{nk}] = {symbols};")
     L.append("")
     L.append("ffi::Any run(const TVMFFIAny* A, int32_t num_args) {")
-    L.append(f"  int64_t flags = num_args > {FLAGS_INDEX} ? A[{FLAGS_INDEX}].v_int64 : 0;")
+    L.append(f"  int64_t flags = num_args > {flags_index} ? A[{flags_index}].v_int64 : 0;")
     L.append("  // flags bit 0: full validation; bit 2: dry run on CPU tensors (everything but the driver calls);")
     L.append("  // bit 4: record phase timestamps (last_profile); bit 5: skip both launches; bit 6: fresh workspace;")
     L.append("  // bit 7: one graph launch for K1+K2; bits 8, 9: skip K1, K2 (diagnostics: one kernel alone).")
@@ -744,12 +798,7 @@ def generate(spec: EntrySpec) -> str:
     L.append("  mark(prof);")
     L.append("  DLDevice dev = E->t_q->device;")
     L.append("  CUstream stream = dry ? nullptr : static_cast<CUstream>(TVMFFIEnvGetStream(kDLCUDA, dev.device_id));")
-    if spec.varlen:
-        L.append("  if (flags & 1) {")
-        L.append("    std::vector<int64_t> c;")
-        L.append(f"    read_cu_seqlens(E->t_cu_seqlens, E->{_v('N1')}, &c, stream);")
-        L.append(f"    check_cu_contents(c, E->{_v('T')});")
-        L.append("  }")
+    render_contents("flags & 1", lambda v: f"E->{_v(v)}")
     for v in shape_vars:
         L.append(f"  const int64_t {_v(v)} = E->{_v(v)};")
     for s in spec.scalars:
@@ -764,6 +813,16 @@ def generate(spec: EntrySpec) -> str:
     L.append("  mark(prof);")
 
     # workspace: one allocation, buffers at WS_ALIGN-aligned offsets
+    if spec.workspace:
+        _render_workspace(spec, L)
+    ptr = {w.name: f"p_{w.name}" for w in spec.workspace}
+    for p in spec.inputs:
+        L.append(f"  void* p_{p.name} = E->t_{p.name} ? data_ptr(E->t_{p.name}) : nullptr;")
+        ptr[p.name] = f"p_{p.name}"
+    return _render_launch(spec, L, ptr, out_names, shape_vars, nk, flags_index)
+
+
+def _render_workspace(spec: EntrySpec, L: list) -> None:
     L.append("  int64_t ws_total = 0;")
     for w in spec.workspace:
         numel = " * ".join(f"({_c(s)})" for s in w.shape)
@@ -776,19 +835,18 @@ def generate(spec: EntrySpec) -> str:
     L.append("  mark(prof);")
     L.append("  uintptr_t ws_raw = reinterpret_cast<uintptr_t>(ws.GetDLTensorPtr()->data) + ws.GetDLTensorPtr()->byte_offset;")
     L.append(f"  char* ws_base = reinterpret_cast<char*>((ws_raw + {WS_ALIGN - 1}) / {WS_ALIGN} * {WS_ALIGN});")
-    ptr = {}
     for w in spec.workspace:
         L.append(f"  void* p_{w.name} = ws_base + off_{w.name};")
-        ptr[w.name] = f"p_{w.name}"
     L.append("  if (poison_on) {")
     for w in spec.workspace:
         code, bits = DL_DTYPE[w.dtype]
         numel = " * ".join(f"({_c(s)})" for s in w.shape)
         L.append(f"    poison(p_{w.name}, {numel}, DLDataType{{{code}, {bits}, 1}}, dry, stream);")
     L.append("  }")
-    for p in spec.inputs:
-        L.append(f"  void* p_{p.name} = E->t_{p.name} ? data_ptr(E->t_{p.name}) : nullptr;")
-        ptr[p.name] = f"p_{p.name}"
+
+
+def _render_launch(spec: EntrySpec, L: list, ptr: dict, out_names, shape_vars, nk: int, flags_index: int) -> str:
+    contract = spec.contract
     for p in spec.outputs:
         code, bits = DL_DTYPE[p.dtype]
         shape = ", ".join(_c(s) for s in p.shape)
@@ -806,10 +864,10 @@ def generate(spec: EntrySpec) -> str:
     L.append("  mark(prof);")
 
     def ir_ptr(ir_name):
-        return ptr[IR_TO_PUBLIC.get(ir_name, ir_name)]
+        return ptr[contract.public(ir_name)]
 
-    L.append("  Launch launches[2];")
-    for ki, ks in enumerate((spec.k1, spec.k2)):
+    L.append(f"  Launch launches[{nk}];")
+    for ki, ks in enumerate(spec.kernels):
         tag = f"k{ki + 1}"
         for d in ks.tma:
             L.append(f"  CUtensorMap {tag}_{d.desc};")
@@ -840,22 +898,27 @@ def generate(spec: EntrySpec) -> str:
         L.append(f"  check_grid({g[0]}, {g[1]}, {g[2]});")
         L.append(f"  launches[{ki}] = Launch{{dk ? &dk->k[{ki}] : nullptr, {{{g[0]}, {g[1]}, {g[2]}}}, {{{b[0]}, {b[1]}, {b[2]}}}, {_c(ks.smem)}, {tag}_args}};")
         L.append("  mark(prof);")
-    L.append("  if (!dry && !(flags & 32)) launch_pair(launches, dev.device_id, stream, (flags & 128) && !capturing, prof, "
-             "static_cast<int>((flags >> 8) & 3));")
-    o_ret = "new_o" if "o" in out_names else "ffi::Optional<ffi::Tensor>()"
-    ht_ret = "new_final_state" if "final_state" in out_names else "ffi::Optional<ffi::Tensor>()"
-    L.append("  // flags bit 3: return o alone (a Tensor, or None when the caller passed o); a single return")
-    L.append("  // converts back to torch much faster than a tuple does.")
-    L.append(f"  if (flags & 8) return ffi::Any({o_ret});")
-    L.append(f"  return ffi::Tuple<ffi::Optional<ffi::Tensor>, ffi::Optional<ffi::Tensor>>({o_ret}, {ht_ret});")
+    if nk == 2:
+        L.append("  if (!dry && !(flags & 32)) launch_pair(launches, dev.device_id, stream, (flags & 128) && !capturing, prof, "
+                 "static_cast<int>((flags >> 8) & 3));")
+    else:
+        L.append("  if (!dry && !(flags & 32)) launch_pair(launches, dev.device_id, stream, false, prof, 0);")
+    rets = [f"new_{o}" if o in out_names else "ffi::Optional<ffi::Tensor>()" for o in contract.outputs]
+    if len(rets) == 1:
+        L.append(f"  return ffi::Any({rets[0]});")
+    else:
+        L.append("  // flags bit 3: return o alone (a Tensor, or None when the caller passed o); a single return")
+        L.append("  // converts back to torch much faster than a tuple does.")
+        L.append(f"  if (flags & 8) return ffi::Any({rets[0]});")
+        L.append(f"  return ffi::Tuple<{', '.join(['ffi::Optional<ffi::Tensor>'] * len(rets))}>({', '.join(rets)});")
     L.append("}")
     L.append("")
 
     # validate_only result: shape variables (sorted by name), then the scalars.
     L.append("ffi::Any run_validate_only(const TVMFFIAny* A, int32_t num_args) {")
-    L.append(f"  if (num_args != {EXPECT_DEVICE_INDEX + 1}) fail(\"TypeError\", \"validate_only: expected {EXPECT_DEVICE_INDEX + 1} arguments\");")
+    L.append(f"  if (num_args != {flags_index + 2}) fail(\"TypeError\", \"validate_only: expected {flags_index + 2} arguments\");")
     L.append("  Env env;")
-    L.append(f"  validate(A, num_args, static_cast<int>(A[{EXPECT_DEVICE_INDEX}].v_int64), (A[{FLAGS_INDEX}].v_int64 & 1) != 0, &env, nullptr);")
+    L.append(f"  validate(A, num_args, static_cast<int>(A[{flags_index + 1}].v_int64), (A[{flags_index}].v_int64 & 1) != 0, &env, nullptr);")
     items = [f"ffi::Any(env.{_v(v)})" for v in shape_vars] + [f"ffi::Any(env.{_s(s.name)})" for s in spec.scalars]
     L.append(f"  return ffi::Array<ffi::Any>({{{', '.join(items)}}});")
     L.append("}")
@@ -877,9 +940,9 @@ def generate(spec: EntrySpec) -> str:
     L.append("ffi::Any run_release_workspaces(const TVMFFIAny*, int32_t) { return ffi::Any(release_workspaces()); }")
     L.append("")
     L.append("ffi::Any run_load_cubins(const TVMFFIAny* A, int32_t num_args) {")
-    L.append('  if (num_args != 2) fail("TypeError", "load_cubins: expected 2 paths");')
+    L.append(f'  if (num_args != {nk}) fail("TypeError", "load_cubins: expected {nk} paths");')
     L.append("  std::lock_guard<std::mutex> lock(g_mu);")
-    L.append("  for (int i = 0; i < 2; ++i) g_cubin[i] = read_file(ffi::AnyView::CopyFromTVMFFIAny(A[i]).cast<ffi::String>().operator std::string());")
+    L.append("  for (int i = 0; i < kNumKernels; ++i) g_cubin[i] = read_file(ffi::AnyView::CopyFromTVMFFIAny(A[i]).cast<ffi::String>().operator std::string());")
     L.append("  return ffi::Any(nullptr);")
     L.append("}")
     L.append("")

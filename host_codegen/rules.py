@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from . import expr as X
-from .spec import DIM_LABELS, DTYPE_BYTES, PUBLIC_INPUTS, EntrySpec, TensorParam
+from .spec import DTYPE_BYTES, EntrySpec, TensorParam
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,7 @@ class Align:
 class NoAlias:
     out: str
     other: str
+    why: str = "outputs must not alias inputs"
 
 
 @dataclass(frozen=True)
@@ -106,26 +107,34 @@ class ScalarPre:
     expr: tuple
 
 
-def _labels(name: str, n: int) -> tuple:
-    lab = DIM_LABELS.get(name)
-    return lab if lab is not None and len(lab) == n else tuple("?" * n)
+@dataclass(frozen=True)
+class Contents:      # validate="full" only: the index buffer's values (one host copy, one sync)
+    arg: str         # "cu_seqlens" or "state_indices"
+    length: str      # its length variable
+    bound: str       # T for cu_seqlens, P for state_indices
 
 
 def build_rules(spec: EntrySpec) -> list:
     rules: list = []
+    contract = spec.contract
     present = {p.name: p for p in spec.inputs}
     outputs = {p.name: p for p in spec.outputs}
-    cfg_desc = f"{spec.k1.build_name} + {spec.k2.build_name}"
+    cfg_desc = " + ".join(ks.build_name for ks in spec.kernels)
 
-    # Presence of optional inputs; every PUBLIC_INPUTS name the IR lacks must be None.
-    for name in PUBLIC_INPUTS:
+    def _labels(name: str, n: int) -> tuple:
+        lab = contract.labels(name)
+        return lab if lab is not None and len(lab) == n else tuple("?" * n)
+
+    # Presence of optional inputs; every contract argument the IR lacks must be None.
+    for name in contract.args:
         if name in present:
-            if name in ("cu_seqlens", "initial_state"):
+            if name in contract.optional:
                 rules.append(Presence(name, True, f"this build ({cfg_desc}) reads {name}"))
         else:
             rules.append(Presence(name, False, f"this build ({cfg_desc}) takes no {name}"))
-    if "final_state" not in outputs:
-        rules.append(Presence("final_state", False, f"this build ({cfg_desc}) writes no final state"))
+    for name, phrase in contract.no_output:
+        if name not in outputs:
+            rules.append(Presence(name, False, f"this build ({cfg_desc}) writes no {phrase}"))
 
     tensors: list[TensorParam] = list(spec.inputs)
     for p in tensors:
@@ -210,10 +219,19 @@ def build_rules(spec: EntrySpec) -> list:
             rules.append(NoAlias(o, p.name))
         for o2 in outs[:j]:
             rules.append(NoAlias(o, o2))
+    # A tensor the kernel updates in place overlaps no other argument (outputs are covered above).
+    for name in contract.inplace:
+        for p in tensors:
+            if p.name != name:
+                rules.append(NoAlias(name, p.name, f"{name} is updated in place"))
 
     for s in spec.scalars:
         rules.append(Scalar(s.name))
     for src, e in spec.scalar_preconditions:
         vs = X.free_vars(e)
         rules.append(ScalarPre(vs[0], src, e))
+    if contract.contents == "cu_seqlens" and "cu_seqlens" in present:
+        rules.append(Contents("cu_seqlens", "N1", "T"))
+    elif contract.contents == "state_indices" and "state_indices" in present:
+        rules.append(Contents("state_indices", "N", "P"))
     return rules

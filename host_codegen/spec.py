@@ -10,8 +10,9 @@ For one kernel build it extracts
 - the arguments of every TMA descriptor the host IR creates;
 - the config's derived shape variables and preconditions, and the scalar ranges.
 
-Nothing here is specific to KDA: names and shapes come from the IR. `EntrySpec` joins a
-K1 spec and a K2 spec into one host entry (workspace = buffers K1 writes and K2 reads).
+Names and shapes come from the IR; a family's `Contract` (PREFILL, DECODE) only names and orders
+the public arguments. `EntrySpec` is one host entry: a single kernel (`single`), or a K1 spec and
+a K2 spec joined (`join`; workspace = buffers K1 writes and K2 reads).
 """
 from __future__ import annotations
 
@@ -306,49 +307,117 @@ def _ctype(dtype: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The joined entry: one K1 and one K2.
+# Entries: one kernel, or a K1 and a K2 joined (workspace = buffers K1 writes and K2 reads).
 
-# Public argument names of the entry, and the IR names they carry. This table is the API
-# contract with kda_tile.api; every check on these arguments comes from the IR.
-PUBLIC_INPUTS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "cu_seqlens", "initial_state")
-PUBLIC_SCALARS = ("lower_bound", "scale")
-PUBLIC_OUTPUTS = ("o", "final_state")
-IR_TO_PUBLIC = {"h0": "initial_state", "ht": "final_state"}
-# Names for dimensions in messages ("expected 128 (K)"); labels only, values come from the IR.
-DIM_LABELS = {
-    "q": ("B", "T", "H", "K"), "k": ("B", "T", "H", "K"), "g": ("B", "T", "HV", "K"),
-    "v": ("B", "T", "HV", "V"), "o": ("B", "T", "HV", "V"), "beta": ("B", "T", "HV"),
-    "A_log": ("HV",), "dt_bias": ("HV", "K"), "cu_seqlens": ("N + 1",),
-    "initial_state": ("N", "HV", "V", "K"), "final_state": ("N", "HV", "V", "K"),
-}
+
+@dataclass(frozen=True)
+class Contract:
+    """What one family of entries promises its callers beyond what the IR says. Every check on
+    these arguments still comes from the IR; the contract only names and orders them.
+
+    args: public tensor arguments in call order (inputs and in-place tensors); the scalars
+    follow, then the fresh outputs, then the entry's flags. optional: args a build may lack
+    (then they must be None) and must otherwise be given. inplace: tensors the kernel writes that
+    the caller owns: checked like inputs, never allocated, and overlapping no other argument.
+    no_output: fresh output -> what the message says a build without it does not write.
+    contents: the index buffer validate="full" reads ("cu_seqlens", "state_indices" or "")."""
+    family: str
+    args: tuple
+    scalars: tuple
+    outputs: tuple
+    ir_to_public: tuple = ()     # ((IR name, public name), ...)
+    dim_labels: tuple = ()       # ((public name, labels), ...); labels only, values come from the IR
+    optional: tuple = ()
+    inplace: tuple = ()
+    no_output: tuple = ()        # ((output, phrase), ...)
+    contents: str = ""
+
+    def public(self, ir_name: str) -> str:
+        return dict(self.ir_to_public).get(ir_name, ir_name)
+
+    def labels(self, name: str):
+        return dict(self.dim_labels).get(name)
+
+    @property
+    def positional(self) -> tuple:
+        """The entry's argument names in order, up to (not including) the flags."""
+        return self.args + self.scalars + self.outputs
+
+
+PREFILL = Contract(
+    family="prefill",
+    args=("q", "k", "v", "g", "beta", "A_log", "dt_bias", "cu_seqlens", "initial_state"),
+    scalars=("lower_bound", "scale"),
+    outputs=("o", "final_state"),
+    ir_to_public=(("h0", "initial_state"), ("ht", "final_state")),
+    dim_labels=(
+        ("q", ("B", "T", "H", "K")), ("k", ("B", "T", "H", "K")), ("g", ("B", "T", "HV", "K")),
+        ("v", ("B", "T", "HV", "V")), ("o", ("B", "T", "HV", "V")), ("beta", ("B", "T", "HV")),
+        ("A_log", ("HV",)), ("dt_bias", ("HV", "K")), ("cu_seqlens", ("N + 1",)),
+        ("initial_state", ("N", "HV", "V", "K")), ("final_state", ("N", "HV", "V", "K"))),
+    optional=("cu_seqlens", "initial_state"),
+    no_output=(("final_state", "final state"),),
+    contents="cu_seqlens",
+)
+
+DECODE = Contract(
+    family="decode",
+    args=("q", "k", "v", "g", "beta", "A_log", "dt_bias", "state_pool", "state_indices"),
+    scalars=("lower_bound", "scale"),
+    outputs=("o",),
+    ir_to_public=(("pool", "state_pool"),),
+    dim_labels=(
+        ("q", ("N", "S", "H", "K")), ("k", ("N", "S", "H", "K")), ("g", ("N", "S", "HV", "K")),
+        ("v", ("N", "S", "HV", "V")), ("o", ("N", "S", "HV", "V")), ("beta", ("N", "S", "HV")),
+        ("A_log", ("HV",)), ("dt_bias", ("HV", "K")), ("state_indices", ("N",)),
+        ("state_pool", ("P", "HV", "V", "K"))),
+    inplace=("state_pool",),
+    contents="state_indices",
+)
+
+CONTRACTS = {"prefill": PREFILL, "decode": DECODE}
+
+# The prefill contract's tables under their old names.
+PUBLIC_INPUTS = PREFILL.args
+PUBLIC_SCALARS = PREFILL.scalars
+PUBLIC_OUTPUTS = PREFILL.outputs
+IR_TO_PUBLIC = dict(PREFILL.ir_to_public)
+DIM_LABELS = dict(PREFILL.dim_labels)
 
 
 @dataclass(frozen=True)
 class EntrySpec:
     k1: KernelSpec
-    k2: KernelSpec
+    k2: Optional[KernelSpec]   # None: a one-kernel entry
     varlen: bool
-    inputs: tuple        # TensorParam with public names, in PUBLIC_INPUTS order (present ones)
-    outputs: tuple       # TensorParam, public names
+    inputs: tuple        # TensorParam with public names, in the contract's args order (present ones)
+    outputs: tuple       # TensorParam, public names (fresh unless the caller passes them)
     workspace: tuple     # TensorParam (IR names)
     scalars: tuple       # ScalarParam
     derived_vars: tuple
     preconditions: tuple     # ((source, Expr, varlen_only: bool), ...)
     scalar_preconditions: tuple
     head_dim: int
+    contract: Contract = PREFILL
+
+    @property
+    def kernels(self) -> tuple:
+        return (self.k1,) if self.k2 is None else (self.k1, self.k2)
 
     @property
     def key(self) -> str:
         h = hashlib.sha256()
-        h.update(self.k1.ir_hash.encode())
-        h.update(self.k2.ir_hash.encode())
-        h.update(self.k1.to_json().encode())
-        h.update(self.k2.to_json().encode())
+        if self.contract.family != "prefill":
+            h.update(self.contract.family.encode())
+        for ks in self.kernels:
+            h.update(ks.ir_hash.encode())
+        for ks in self.kernels:
+            h.update(ks.to_json().encode())
         return h.hexdigest()
 
     @property
     def name(self) -> str:
-        return f"{self.k1.build_name}__{self.k2.build_name}"
+        return "__".join(ks.build_name for ks in self.kernels)
 
     def tensor(self, public: str) -> Optional[TensorParam]:
         for p in self.inputs + self.outputs:
@@ -368,7 +437,51 @@ def _merge(a: TensorParam, b: TensorParam) -> TensorParam:
                        max(a.vec_bytes, b.vec_bytes), a.tma or b.tma)
 
 
-def join(k1: KernelSpec, k2: KernelSpec, k1_build, k2_build) -> EntrySpec:
+def _public_params(kspecs, contract: Contract, skip=frozenset()):
+    """(inputs, outputs, scalars) of the kernels' parameters under their public names."""
+    merged: dict[str, TensorParam] = {}
+    for ks in kspecs:
+        for p in ks.params:
+            if p.kind == "tensor" and p.name not in skip:
+                merged[p.name] = _merge(merged[p.name], p) if p.name in merged else p
+    inputs, outputs = [], []
+    for n, p in merged.items():
+        pub = contract.public(n)
+        (outputs if p.written and pub not in contract.inplace else inputs).append(_rename(p, pub))
+    for p in inputs:
+        if p.name not in contract.args:
+            raise ValueError(f"IR input {p.name} has no public argument")
+    for p in outputs:
+        if p.name not in contract.outputs:
+            raise ValueError(f"IR output {p.name} has no public output")
+    inputs.sort(key=lambda p: contract.args.index(p.name))
+    outputs.sort(key=lambda p: contract.outputs.index(p.name))
+    scalars = {}
+    for ks in kspecs:
+        for p in ks.params:
+            if p.kind == "scalar":
+                scalars.setdefault(p.name, p)
+    for n in scalars:
+        if n not in contract.scalars:
+            raise ValueError(f"IR scalar {n} has no public argument")
+    return inputs, outputs, tuple(scalars[n] for n in contract.scalars if n in scalars)
+
+
+def _dedup(items):
+    out, seen = [], set()
+    for src, e in items:
+        if src not in seen:
+            seen.add(src)
+            out.append((src, e))
+    return out
+
+
+def _head_dim(inputs) -> Optional[int]:
+    q = next(p for p in inputs if p.name == "q")
+    return X.evaluate(q.shape[-1], {}) if q.shape[-1][0] == "int" else None
+
+
+def join(k1: KernelSpec, k2: KernelSpec, k1_build, k2_build, contract: Contract = PREFILL) -> EntrySpec:
     varlen = bool(getattr(k1_build.config, "varlen"))
     if bool(getattr(k2_build.config, "varlen")) != varlen:
         raise ValueError("K1 and K2 builds must agree on varlen")
@@ -383,55 +496,34 @@ def join(k1: KernelSpec, k2: KernelSpec, k1_build, k2_build) -> EntrySpec:
             if n not in t2 or t2[n].written:
                 raise ValueError(f"K1 output {n} is not a K2 input")
             workspace.append(_merge(p, t2[n]))
-    ws_names = {w.name for w in workspace}
-    merged: dict[str, TensorParam] = {}
-    for n, p in list(t1.items()) + list(t2.items()):
-        if n in ws_names:
-            continue
-        merged[n] = _merge(merged[n], p) if n in merged else p
-    inputs, outputs = [], []
-    for n, p in merged.items():
-        pub = IR_TO_PUBLIC.get(n, n)
-        (outputs if p.written else inputs).append(_rename(p, pub))
-    for p in inputs:
-        if p.name not in PUBLIC_INPUTS:
-            raise ValueError(f"IR input {p.name} has no public argument")
-    for p in outputs:
-        if p.name not in PUBLIC_OUTPUTS:
-            raise ValueError(f"IR output {p.name} has no public output")
-    inputs.sort(key=lambda p: PUBLIC_INPUTS.index(p.name))
-    outputs.sort(key=lambda p: PUBLIC_OUTPUTS.index(p.name))
-
-    scalars = {}
-    for p in k1.params + k2.params:
-        if p.kind == "scalar":
-            scalars.setdefault(p.name, p)
-    for n in scalars:
-        if n not in PUBLIC_SCALARS:
-            raise ValueError(f"IR scalar {n} has no public argument")
+    inputs, outputs, scalars = _public_params((k1, k2), contract, skip={w.name for w in workspace})
 
     # Preconditions that only a varlen build states are attributed to cu_seqlens in messages.
     fixed_cfg = type(k1_build.config)(**{**k1_build.config_dict(), "varlen": False})
     fixed_pre = set(fixed_cfg.preconditions())
-    pre, seen = [], set()
-    for src, e in k1.preconditions + k2.preconditions:
-        if src in seen:
-            continue
-        seen.add(src)
-        pre.append((src, e, varlen and src not in fixed_pre))
-    spre, seen = [], set()
-    for src, e in k1.scalar_preconditions + k2.scalar_preconditions:
-        if src not in seen:
-            seen.add(src)
-            spre.append((src, e))
-
-    q = next(p for p in inputs if p.name == "q")
-    head_dim = X.evaluate(q.shape[-1], {}) if q.shape[-1][0] == "int" else None
+    pre = [(src, e, varlen and src not in fixed_pre) for src, e in _dedup(k1.preconditions + k2.preconditions)]
     return EntrySpec(k1=k1, k2=k2, varlen=varlen, inputs=tuple(inputs), outputs=tuple(outputs),
-                     workspace=tuple(workspace), scalars=tuple(scalars[n] for n in PUBLIC_SCALARS if n in scalars),
-                     derived_vars=k1.derived_vars, preconditions=tuple(pre),
-                     scalar_preconditions=tuple(spre), head_dim=head_dim)
+                     workspace=tuple(workspace), scalars=scalars, derived_vars=k1.derived_vars,
+                     preconditions=tuple(pre),
+                     scalar_preconditions=tuple(_dedup(k1.scalar_preconditions + k2.scalar_preconditions)),
+                     head_dim=_head_dim(inputs), contract=contract)
 
 
-def read_entry(k1_build, k2_build) -> EntrySpec:
+def single(ks: KernelSpec, contract: Contract) -> EntrySpec:
+    """The entry of one kernel."""
+    inputs, outputs, scalars = _public_params((ks,), contract)
+    return EntrySpec(k1=ks, k2=None, varlen=False, inputs=tuple(inputs), outputs=tuple(outputs), workspace=(),
+                     scalars=scalars, derived_vars=ks.derived_vars,
+                     preconditions=tuple((src, e, False) for src, e in _dedup(ks.preconditions)),
+                     scalar_preconditions=tuple(_dedup(ks.scalar_preconditions)), head_dim=_head_dim(inputs),
+                     contract=contract)
+
+
+def contract_of(build) -> Contract:
+    return DECODE if build.stage == "decode" else PREFILL
+
+
+def read_entry(k1_build, k2_build=None) -> EntrySpec:
+    if k2_build is None:
+        return single(read_kernel(k1_build), contract_of(k1_build))
     return join(read_kernel(k1_build), read_kernel(k2_build), k1_build, k2_build)

@@ -1,7 +1,7 @@
 """Config dataclasses of the kernel builds, kept free of TileLang so that the registry,
 the release gate and `import kda_tile` never import it (TileLang's import alone costs ~0.7 s;
 the first kda_prefill call is budgeted at 300 ms). The kernel factories (k1_prepare.build_k1,
-k2_recurrence.build_k2) import these; a config's source is part of its builds' gate key.
+k2_recurrence.build_k2, decode.build_decode) import these; a config's source is part of its builds' gate key.
 """
 from dataclasses import dataclass
 from typing import Optional
@@ -102,3 +102,43 @@ class K2Config:
         if self.varlen:
             pre += ["B == 1", "N1 >= 2", "N1 <= 2**20 + 1"]
         return pre
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """kda_decode: S = 1..8 tokens of N sequences against a state pool (kda_kernels/decode.py).
+    S is a shape variable, so one build serves decoding and speculative decoding."""
+    state_dtype: str = "float32"    # the pool's dtype: float32 or bfloat16
+    fast_math: bool = False
+    head_dim: int = 128
+    value_dim: int = 128
+    block_v: int = 32
+    threads: int = 128
+    in_dtype: str = "bfloat16"
+    bank_conflict_budget: int = 4
+    max_tokens: int = 8
+
+    @property
+    def name(self) -> str:
+        sd = {"float32": "f32", "bfloat16": "bf16"}[self.state_dtype]
+        return f"kda_decode_{sd}_bv{self.block_v}" + ("_fast" if self.fast_math else "")
+
+    def pass_configs(self) -> dict:
+        return {"tl.enable_fast_math": self.fast_math}
+
+    def derived_vars(self) -> dict[str, str]:
+        return {}
+
+    def scalar_preconditions(self) -> list[str]:
+        """The range kda_prefill takes, so that one lower_bound serves a model's prefill and decode."""
+        return ["lower_bound >= -5.0", "lower_bound < 0.0", "scale > 0.0", "scale < 1e30"]
+
+    def preconditions(self) -> list[str]:
+        # N is the grid's z extent (at most 65535).
+        return ["N >= 1", "N <= 65535", "S >= 1", f"S <= {self.max_tokens}", "H >= 1", "HV >= H", "HV <= 256",
+                "HV % H == 0", "P >= 1", "P <= 2**20"]
+
+    def distinct(self) -> tuple:
+        """Index buffers whose non-negative entries `verify` may assume pairwise distinct (a live
+        sequence owns its pool row). The host checks it only with validate="full"."""
+        return ("state_indices",)

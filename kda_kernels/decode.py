@@ -1,4 +1,4 @@
-"""Decode (issue 12; not released yet): S tokens for each of N sequences, each reading and
+"""Decode (issue 12): S tokens (1..8, a shape variable) for each of N sequences, each reading and
 updating its own row of a state pool in place.
 
 One program per (block of BV value columns, value head hv, sequence n), 128 threads. St = S^T
@@ -15,43 +15,20 @@ in registers. q, k come from head h = hv // (HV / H) (GVA; HV = H without it). P
 A state index outside [0, P) (-1 pads a batch) skips the sequence: its o is zero and no pool
 row is read or written, whatever the index tensor holds.
 """
-from dataclasses import dataclass
-
 import tilelang.language as T
 
 from . import _math
-
-
-@dataclass(frozen=True)
-class DecodeConfig:
-    tokens: int = 1                 # S: 1 for decode, up to 8 for speculative decoding
-    state_dtype: str = "float32"    # the pool's dtype: float32 or bfloat16
-    fast_math: bool = False
-    head_dim: int = 128
-    value_dim: int = 128
-    block_v: int = 32
-    threads: int = 128
-    in_dtype: str = "bfloat16"
-
-    @property
-    def name(self) -> str:
-        sd = {"float32": "f32", "bfloat16": "bf16"}[self.state_dtype]
-        return f"kda_decode_s{self.tokens}_{sd}_bv{self.block_v}" + ("_fast" if self.fast_math else "")
-
-    def pass_configs(self) -> dict:
-        return {"tl.enable_fast_math": self.fast_math}
-
-    def preconditions(self) -> list[str]:
-        return ["N >= 1", "N <= 2**20", "H >= 1", "HV >= H", "HV <= 256", "HV % H == 0", "P >= 1", "P <= 2**20"]
+from .configs import DecodeConfig
 
 
 def build_decode(cfg: DecodeConfig):
-    K, V, BV, S = cfg.head_dim, cfg.value_dim, cfg.block_v, cfg.tokens
+    K, V, BV = cfg.head_dim, cfg.value_dim, cfg.block_v
     fast = cfg.fast_math
     accum = "float32"
     assert V % BV == 0
 
     N = T.dynamic("N")
+    S = T.dynamic("S")
     H = T.dynamic("H")
     HV = T.dynamic("HV")
     P = T.dynamic("P")

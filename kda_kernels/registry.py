@@ -1,6 +1,6 @@
 """The registry of released kernel builds.
 
-Every specialization `kda_prefill` can serve is listed in RELEASED. `verify` and
+Every specialization `kda_prefill` and `kda_decode` can serve is listed in RELEASED. `verify` and
 `host_codegen` read the lowered IR of these builds; the API only serves builds that have
 a proved record in the verification manifest for their current gate key
 (`kda_kernels.buildkey`: the sources of the factory's module and the kda_kernels modules it
@@ -19,22 +19,23 @@ import itertools
 from dataclasses import asdict, dataclass
 from typing import Union
 
-from .configs import K1Config, K2Config
+from .configs import DecodeConfig, K1Config, K2Config
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
-KernelConfig = Union[K1Config, K2Config]
+KernelConfig = Union[K1Config, K2Config, DecodeConfig]
 
 # stage -> "module:function" of the factory that turns the stage's config into a PrimFunc
 FACTORIES = {
     "k1": "kda_kernels.k1_prepare:build_k1",
     "k2": "kda_kernels.k2_recurrence:build_k2",
+    "decode": "kda_kernels.decode:build_decode",
 }
 
 
 @dataclass(frozen=True)
 class Build:
-    stage: str  # "k1" or "k2"
+    stage: str  # "k1", "k2" or "decode"
     config: KernelConfig
 
     @property
@@ -66,6 +67,9 @@ def _released() -> tuple[Build, ...]:
             (False, True), (None, "float32", "bfloat16"), (False, True), (64, 32)):
         builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final,
                                            block_v=block_v)))
+    # kda_decode: S (1..8 tokens) is a shape variable, so these four serve every decode call.
+    for state_dtype, fast_math in itertools.product(("float32", "bfloat16"), (False, True)):
+        builds.append(Build("decode", DecodeConfig(state_dtype=state_dtype, fast_math=fast_math)))
     return tuple(builds)
 
 
@@ -103,4 +107,5 @@ def find(stage: str, **spec) -> Build:
     for b in RELEASED:
         if b.stage == stage and all(getattr(b.config, k) == v for k, v in spec.items()):
             return b
-    raise LookupError(f"no released {stage} build for {spec}")
+    have = [b.name for b in RELEASED if b.stage == stage]
+    raise LookupError(f"no released {stage} build for {spec}; released: {', '.join(have)}")

@@ -1,4 +1,4 @@
-"""`python -m kda_tile build`: everything kda_prefill loads, for every released configuration,
+"""`python -m kda_tile build`: everything kda_prefill and kda_decode load, for every released configuration,
 prepared ahead (see kda_tile.__main__). Lives apart from __main__ because spawned worker
 processes cannot import functions from a package's __main__ module."""
 import concurrent.futures as cf
@@ -58,15 +58,17 @@ def _prepare_one(name: str) -> dict:
 
 
 def _entry_one(i: int) -> dict:
-    """Worker: one released (K1, K2) pair's generated C++ host entry, compiled unless cached."""
+    """Worker: one released entry's generated C++ host entry ((K1, K2) pair or decode build),
+    compiled unless cached."""
     import host_codegen as hc
     from host_codegen.cpp_entry import read_binding
-    k1, k2 = hc.released_pairs()[i]
+    builds = hc.released_entries()[i]
     t0 = time.perf_counter()
-    _, _, d = hc.entry_dir(k1, k2)
+    _, _, d = hc.entry_dir(*builds)
     cached = read_binding(d) is not None
-    hc.get_entry(k1, k2, backend="cpp")
-    return {"name": f"{k1.name} + {k2.name}", "seconds": time.perf_counter() - t0, "cached": cached, "status": "ok"}
+    hc.get_entry(*builds, backend="cpp")
+    return {"name": " + ".join(b.name for b in builds), "seconds": time.perf_counter() - t0, "cached": cached,
+            "status": "ok"}
 
 
 def _run(fn, items, jobs, verbose, line):
@@ -112,8 +114,10 @@ def build(jobs: int, entries: bool = True, verbose: bool = False) -> int:
     t1 = time.perf_counter()
     n_pairs, failed_entries = 0, 0
     if entries and not failed:
-        n_pairs = len(hc.released_pairs())
-        print(f"host entries: {n_pairs} released (K1, K2) pairs", flush=True)
+        n_pairs = len(hc.released_entries())
+        n_decode = n_pairs - len(hc.released_pairs())
+        print(f"host entries: {n_pairs} released ({n_pairs - n_decode} (K1, K2) pairs, {n_decode} decode builds)",
+              flush=True)
         failed_entries = _run(_entry_one, list(range(n_pairs)), jobs, verbose, _entry_line)
     t2 = time.perf_counter()
     msg = f"built {len(names) - failed}/{len(names)} kernels in {t1 - t0:.1f} s"

@@ -27,15 +27,15 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
     return k1, k2
 
 
-def _gated_entry(k1, k2):
-    """The generated host entry of one (K1, K2) pair, once both builds pass the release gate and
-    the entry is bound to the IR hashes the manifest proved (its binding.json). Warm caches:
-    no lowering, no compiler."""
+def _gated_entry(*builds):
+    """The generated host entry of a (K1, K2) pair or of one build, once every build passes the
+    release gate and the entry is bound to the IR hashes the manifest proved (its binding.json).
+    Warm caches: no lowering, no compiler."""
     from host_codegen import get_entry
-    proved = {b.name: gate.check(b) for b in (k1, k2)}
-    entry = get_entry(k1, k2)
+    proved = {b.name: gate.check(b) for b in builds}
+    entry = get_entry(*builds)
     built = getattr(entry, "ir_hashes", {})
-    for b in (k1, k2):
+    for b in builds:
         gate.check_artifact(b, proved[b.name], built.get(b.name, ""))
     return entry
 

@@ -18,7 +18,8 @@ def _registry_job(name: str):
     return Job(name=b.name, factory=b.prim_func, pass_configs=registry.pass_configs(b),
                preconditions=list(cfg.preconditions()), derived=dict(cfg.derived_vars()),
                bank_budget=int(getattr(cfg, "bank_conflict_budget", 1)), config=b.config_dict(),
-               strict=_strict(), release=True, any_contents=True)
+               strict=_strict(), release=True, any_contents=True,
+               distinct=tuple(cfg.distinct()) if hasattr(cfg, "distinct") else ())
 
 
 def _strict() -> bool:
