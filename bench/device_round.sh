@@ -17,6 +17,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh decode_round  # the kernel alone through TileLang's JIT
 #   source .devbundle/activate.sh && bash bench/device_round.sh varlen  # build, hang probes, varlen GPU tests, manyseq
 #   source .devbundle/activate.sh && bash bench/device_round.sh gva     # GPU matrix with GVA rows, fla GVA, GVA + headline bench
+#   source .devbundle/activate.sh && bash bench/device_round.sh final5  # stage and host times, matrix subset, GVA bench
 set -uo pipefail
 mode=${1:-tests}
 OUT=${OUT:-/tmp/kda-out}; mkdir -p "$OUT"
@@ -65,6 +66,19 @@ case "$mode" in
       > "$OUT/pytest_varlen.log" 2>&1; grep -E "passed|failed|FAILED|Error" "$OUT/pytest_varlen.log" | tail -12
     timeout 150 python bench/manyseq.py sweep --out "$OUT" --timeout 20 > "$OUT/manyseq.log" 2>&1
     grep -v '^{' "$OUT/manyseq.log" | tail -10 ;;
+  final5)
+    # session 5's last round (about 200 s): K1 after hoisting the GVA head and the search loads out of
+    # the per-element paths: stage times and host time with out=, a GPU matrix subset covering all
+    # four K1 builds, the GVA shape against the peers, then fla's GVA call through the backend
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED"
+    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -9
+    timeout 80 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      -k "gva or many_sequences or fast_math or (test_varlen and 96) or (test_fixed and 96 and 8192)" \
+      > "$OUT/pytest_gpu_subset.log" 2>&1; grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu_subset.log" | tail -6
+    BENCH_NO_HOST=1 timeout 100 python bench/bench_peers.py --out "$OUT" --only "HV64" > "$OUT/bench.log" 2>&1
+    grep -E "^\| H" "$OUT/bench.log" | tail -3
+    timeout 60 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py -k 77 -rA \
+      > "$OUT/pytest_integration_gva.log" 2>&1; grep -E "PASSED|FAILED|passed|failed" "$OUT/pytest_integration_gva.log" | tail -4 ;;
   gva)
     # after K1/K2 gained GVA (every released build's IR changed): the whole GPU matrix with its GVA
     # rows, fla's chunk_kda with GVA through the backend, and the GVA shape plus the headline shape
