@@ -70,8 +70,7 @@ def build_k1(cfg: K1Config):
             # GVA: value head hv reads q and k of head h. The min is a no-op under HV % H == 0 and
             # keeps h in bounds by its own condition, which `verify` decides without nonlinear
             # arithmetic.
-            # Held in a register: inlined, the int64 divisions would run once per element loaded.
-            h = T.alloc_var("int32", init=T.min(hv // (HV // H), H - 1))
+            h = T.min(hv // (HV // H), H - 1)
             tx = T.get_thread_binding()
             if tx < CPB:
                 slot = bc * CPB + tx
@@ -83,14 +82,12 @@ def build_k1(cfg: K1Config):
                     # (cu_seqlens clamped to [0, T], so that any contents stay inside the buffers).
                     lo = T.alloc_var("int32", init=0)
                     hi = T.alloc_var("int32", init=N1 - 2)
-                    f_mid = T.alloc_var("int32", init=0)
                     for _ in T.serial(SEARCH_STEPS):
                         # lo, hi stay in [0, N1 - 2]; the clamps say so to `verify`, which does
-                        # not infer loop invariants. Once lo == hi a step loads nothing, so the
-                        # chain of dependent loads is ceil(log2 N) long, not SEARCH_STEPS.
+                        # not infer loop invariants.
                         mid = (T.max(T.min(lo, N1 - 2), 0) + T.max(T.min(hi, N1 - 2), 0) + 1) // 2
+                        f_mid = _math.token_index(cu_seqlens[mid], Tn) // C + mid
                         if lo < hi:
-                            f_mid = _math.token_index(cu_seqlens[mid], Tn) // C + mid
                             if f_mid <= slot:
                                 lo = mid
                             else:
