@@ -67,9 +67,10 @@ case "$mode" in
     timeout 150 python bench/manyseq.py sweep --out "$OUT" --timeout 20 > "$OUT/manyseq.log" 2>&1
     grep -v '^{' "$OUT/manyseq.log" | tail -10 ;;
   final5)
-    # session 5's last round (about 200 s): K1 after hoisting the GVA head and the search loads out of
-    # the per-element paths: stage times and host time with out=, a GPU matrix subset covering all
-    # four K1 builds, the GVA shape against the peers, then fla's GVA call through the backend
+    # session 5's last round, refused for lack of device time (about 200 s); run it on branch
+    # k1-hoist (K1 with the GVA head and the search loads out of the per-element paths): stage
+    # times and host time with out=, a GPU matrix subset covering all four K1 builds, the GVA
+    # shape against the peers, then fla's GVA call through the backend
     timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED"
     timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -9
     timeout 80 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
