@@ -109,6 +109,9 @@ class Extractor:
         self._precompute_loop_writes(f.body)
         self._find_registers(f.body)
         self.uniform = _uniform_registers(f, self.readonly_names(f))
+        # > 0 while translating a condition as a modeling term away from where the program
+        # evaluates it (a uniform register's role tests): its loads are not accesses there
+        self.modeling = 0
         readonly_idx = set(int(i) for i in attrs.get("tl.readonly_param_indices", [])) \
             if attrs is not None else set()
         self.readonly = {f.params[i].name for i in readonly_idx if i < len(f.params)}
@@ -630,7 +633,12 @@ class Extractor:
         idx = e.indices[0]
         scalar = (is_int_dtype(e.dtype) or str(e.dtype) == "bool") and e.dtype.lanes == 1 \
             and not isinstance(idx, tirx.Ramp)
-        if info.scope in ("global", "shared"):
+        if info.scope in ("global", "shared") and self.modeling:
+            saved = self.tr.obligations
+            self.tr.obligations = None
+            it = self._index_parts(idx)[0]   # a term of the model, not an access at this point
+            self.tr.obligations = saved
+        elif info.scope in ("global", "shared"):
             it = self._access(info, idx, False, "load").index
         elif info.scope == "barrier" or not scalar:
             if not scalar and info.scope not in ("barrier",):
@@ -670,8 +678,12 @@ class Extractor:
             else:   # the same in threads that agree on the role tests around its stores
                 saved = self.tr.obligations
                 self.tr.obligations = None
-                args += [z3.If(self.tr.bool(c), 1, 0) for c in role]
-                self.tr.obligations = saved
+                self.modeling += 1
+                try:
+                    args += [z3.If(self.tr.bool(c), 1, 0) for c in role]
+                finally:
+                    self.modeling -= 1
+                    self.tr.obligations = saved
         ver = self.versions.get(info.name, 0)
         fname = f"{info.name}@v{ver}/{len(args)}"
         f = self.syms.uf(fname, len(args), dtype, info.scope)

@@ -200,3 +200,45 @@ PRECONDITIONS.update(cu_trusted=["N1 >= 2", "T >= 1"], cu_clamped=["N1 >= 2", "T
 ANY_CONTENTS = ["cu_trusted", "cu_clamped"]
 EXPECT.update(cu_trusted="bounds.any_contents", cu_clamped=None)
 TWIN.update(cu_trusted="cu_clamped")
+
+
+# A binary search over an index buffer whose probe is loaded in a nested if's condition (K1's
+# varlen slot search). Its lo/hi registers are modeled as functions of the role tests around
+# their stores; translating those tests must not count as loads at the place of the model
+# (a phantom access with a free index was reported before verify 2.1.1).
+def _search(name, slack):
+    N1 = T.dynamic("N1")
+
+    @T.prim_func
+    def search(cu: T.Tensor((N1,), "int64"), out: T.Tensor((N1,), "int32")):
+        with T.Kernel(1, threads=32) as bx:
+            tx = T.get_thread_binding()
+            lo = T.alloc_var("int32", init=0)
+            hi = T.alloc_var("int32", init=N1 - 2)
+            for _ in T.serial(8):
+                # slack 1: the probe can reach index N1 - 1 + 1 (the clamp is one too loose)
+                mid = (T.max(T.min(lo, N1 - 2 + slack), 0) + T.max(T.min(hi, N1 - 2 + slack), 0) + 1) // 2 + slack
+                if lo < hi:
+                    if cu[mid] <= tx:
+                        lo = mid
+                    else:
+                        hi = mid - 1
+            if tx < N1:
+                out[tx] = lo
+    search.__name__ = name
+    return search
+
+
+def search_probe_in_if():
+    return _search("search_probe_in_if", 0)
+
+
+def search_probe_overrun():
+    return _search("search_probe_overrun", 1)
+
+
+KERNELS.update(search_probe_in_if=search_probe_in_if, search_probe_overrun=search_probe_overrun)
+PASS_CONFIGS.update(search_probe_in_if=RAW, search_probe_overrun=RAW)
+PRECONDITIONS.update(search_probe_in_if=["N1 >= 2", "N1 <= 2**16"], search_probe_overrun=["N1 >= 2", "N1 <= 2**16"])
+EXPECT.update(search_probe_in_if=None, search_probe_overrun="bounds.global")
+TWIN.update(search_probe_overrun="search_probe_in_if")
