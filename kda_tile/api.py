@@ -92,13 +92,8 @@ def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=No
     then the generated entry's argument checks. `device` names the device the tensors must
     share (default: a CUDA device), so the rules can be exercised on the CPU."""
     k1, k2 = _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
-    if device is not None:
-        try:
-            device = torch.device(device).type
-        except (RuntimeError, TypeError):
-            raise ValueError(f"device: expected a torch device or device string, got {device!r}") from None
+    kw = _expect_device(device)
     entry = _gated_entry(k1, k2)
-    kw = {} if device is None else {"expect_device": device}
     return entry.validate_only(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
                                validate=validate, **kw)
 
@@ -138,13 +133,10 @@ def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, sca
                       initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False,
                       out=None, final_state_out=None):
     """kda_prefill without the torch.compile hook: what the custom op runs on CUDA."""
-    if fast_math is not True and fast_math is not False:
-        raise TypeError(f"fast_math: expected a bool, got {type(fast_math).__name__} {fast_math!r}")
-    if output_final_state is not True and output_final_state is not False:
-        raise TypeError(f"output_final_state: expected a bool, got {type(output_final_state).__name__} "
-                        f"{output_final_state!r}")
+    _require_bool("fast_math", fast_math)
+    _require_bool("output_final_state", output_final_state)
     if torch.is_grad_enabled():
-        _no_grad_inputs(q, k, v, g, beta, A_log, dt_bias, initial_state)
+        _no_grad_inputs(_TENSOR_ARGS, (q, k, v, g, beta, A_log, dt_bias, initial_state), "kda_tile has no backward yet")
     if out is not None or final_state_out is not None:
         return _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
                              cu_seqlens, fast_math, out, final_state_out)
@@ -220,11 +212,26 @@ def _raw_for(q, v, initial_state, output_final_state, cu_seqlens, fast_math):
     return pair
 
 
-def _no_grad_inputs(*tensors):
-    for name, t in zip(_TENSOR_ARGS, tensors):
+def _require_bool(name, value):
+    if value is not True and value is not False:
+        raise TypeError(f"{name}: expected a bool, got {type(value).__name__} {value!r}")
+
+
+def _no_grad_inputs(names, tensors, no_backward):
+    for name, t in zip(names, tensors):
         if getattr(t, "requires_grad", False):
-            raise RuntimeError(f"{name}: kda_tile has no backward yet, got a tensor that requires grad under grad "
-                               f"mode (call under torch.no_grad() or torch.inference_mode(), or pass {name}.detach())")
+            raise RuntimeError(f"{name}: {no_backward}, got a tensor that requires grad under grad mode (call under "
+                               f"torch.no_grad() or torch.inference_mode(), or pass {name}.detach())")
+
+
+def _expect_device(device) -> dict:
+    """check_inputs' `device` as the entry's expect_device keyword ({} for the default, cuda)."""
+    if device is None:
+        return {}
+    try:
+        return {"expect_device": torch.device(device).type}
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device: expected a torch device or device string, got {device!r}") from None
 
 
 def _device_types(**tensors):

@@ -6,10 +6,9 @@ import torch
 
 from kda_kernels import registry
 
-from .api import _device_types, _gated_entry
+from .api import _device_types, _expect_device, _gated_entry, _no_grad_inputs, _require_bool
 
 _STATE_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
-_INDEX_DTYPES = (torch.int64, torch.int32)
 _TENSOR_ARGS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "state_pool", "state_indices")
 # (name, rank without the token axis, labels) of the token inputs
 _ONE_TOKEN = (("k", 3, "[N, H, K]"), ("v", 3, "[N, HV, V]"), ("g", 3, "[N, HV, K]"), ("beta", 2, "[N, HV]"))
@@ -80,17 +79,9 @@ def _caller_names(e: Exception, single: bool, out_given: bool) -> Exception:
 
 
 def _check_flags(fast_math, validate):
-    if fast_math is not True and fast_math is not False:
-        raise TypeError(f"fast_math: expected a bool, got {type(fast_math).__name__} {fast_math!r}")
+    _require_bool("fast_math", fast_math)
     if validate != "fast" and validate != "full":
         raise ValueError(f"validate: expected 'fast' or 'full', got {validate!r}")
-
-
-def _no_grad_inputs(tensors):
-    for name, t in zip(_TENSOR_ARGS, tensors):
-        if getattr(t, "requires_grad", False):
-            raise RuntimeError(f"{name}: kda_decode has no backward, got a tensor that requires grad under grad mode "
-                               f"(call under torch.no_grad() or torch.inference_mode(), or pass {name}.detach())")
 
 
 def kda_decode(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None, state_pool, state_indices,
@@ -131,7 +122,8 @@ def kda_decode(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None
     """
     _check_flags(fast_math, validate)
     if torch.is_grad_enabled():
-        _no_grad_inputs((q, k, v, g, beta, A_log, dt_bias, state_pool, state_indices))
+        _no_grad_inputs(_TENSOR_ARGS, (q, k, v, g, beta, A_log, dt_bias, state_pool, state_indices),
+                        "kda_decode has no backward")
     single, (q, k, v, g, beta), o = _with_token_axis(q, k, v, g, beta, out)
     state_indices = _indices(state_indices)
     entry = _entry(state_pool, fast_math)
@@ -161,13 +153,8 @@ def check_decode_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, s
     _check_flags(fast_math, validate)
     single, (q, k, v, g, beta), o = _with_token_axis(q, k, v, g, beta, out)
     state_indices = _indices(state_indices)
-    if device is not None:
-        try:
-            device = torch.device(device).type
-        except (RuntimeError, TypeError):
-            raise ValueError(f"device: expected a torch device or device string, got {device!r}") from None
+    kw = _expect_device(device)
     entry = _gated_entry(_build_for(state_pool, fast_math))
-    kw = {} if device is None else {"expect_device": device}
     try:
         return entry.validate_only(q, k, v, g, beta, A_log, dt_bias, state_pool, state_indices, lower_bound, scale,
                                    o=o, validate=validate, **kw)
