@@ -43,25 +43,12 @@ def probe(N: int, L: int, H: int) -> dict:
                            cu_seqlens=cu_m, initial_state=x["initial_state"][:m], output_final_state=True)
     err_o = rel_err(o[:, :n_tok], ro)
     err_h = rel_err(ht[:m], rh) if n_tok == m * L else None
-    ts = []
-    for _ in range(10):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        kda_prefill(*args, **kw)
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(s.elapsed_time(e))
-    ts.sort()
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        kda_prefill(*args, **kw)
-        torch.cuda.synchronize()
-    kern = {}
-    for ev in prof.key_averages():
-        if "kernel" in ev.key:
-            kern[ev.key.split("(")[0][:40]] = round(getattr(ev, "device_time_total", getattr(ev, "cuda_time_total", 0)) / 1e3, 4)
-    return dict(N=N, L=L, H=H, T=T, first_s=round(first, 3), ms=round(ts[len(ts) // 2], 4),
-                err_o=err_o, err_ht=err_h, kernels_ms=kern)
+    from stage_times import event_ms, kernel_ms
+
+    def call():
+        return kda_prefill(*args, **kw)
+    return dict(N=N, L=L, H=H, T=T, first_s=round(first, 3), ms=round(event_ms(call, 10), 4),
+                err_o=err_o, err_ht=err_h, kernels_ms=kernel_ms(call))
 
 
 def sweep(out: str, timeout: float):

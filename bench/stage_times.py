@@ -38,6 +38,7 @@ def kernel_ms(fn):
 
 
 def event_ms(fn, n=20):
+    """The median of n event-timed calls, after one untimed call."""
     fn()
     ts = []
     for _ in range(n):
