@@ -70,3 +70,10 @@ def token_index(cu_value, Tn):
     """An int64 cu_seqlens entry as an int32 token index in [0, T]: clamped before the
     narrowing cast, so that any contents give an index inside the buffers."""
     return T.Cast("int32", T.max(T.min(cu_value, T.Cast("int64", Tn)), T.int64(0)))
+
+
+def gva_head(hv, H, HV):
+    """The q/k head of value head hv under GVA (HV / H value heads per q/k head). The min is a
+    no-op under HV % H == 0 and keeps the head in bounds by its own condition, which `verify`
+    decides without nonlinear arithmetic."""
+    return T.min(hv // (HV // H), H - 1)

@@ -61,9 +61,7 @@ def build_decode(cfg: DecodeConfig):
 
             if fast:
                 T.import_source(_math.FAST_SOURCE)
-            # min: in bounds by its own condition (HV % H == 0 makes it a no-op), which `verify`
-            # decides without nonlinear arithmetic.
-            h = T.min(hv // (HV // H), H - 1)
+            h = _math.gva_head(hv, H, HV)
             idx = state_indices[n]
             live = idx >= 0 and idx < T.Cast("int64", P)
             # Clamped so that the reads and writes below stay inside the pool for any index;

@@ -67,10 +67,7 @@ def build_k1(cfg: K1Config):
 
             if fast:
                 T.import_source(_math.FAST_SOURCE)
-            # GVA: value head hv reads q and k of head h. The min is a no-op under HV % H == 0 and
-            # keeps h in bounds by its own condition, which `verify` decides without nonlinear
-            # arithmetic.
-            h = T.min(hv // (HV // H), H - 1)
+            h = _math.gva_head(hv, H, HV)  # GVA: value head hv reads q and k of head h
             tx = T.get_thread_binding()
             if tx < CPB:
                 slot = bc * CPB + tx
