@@ -67,7 +67,9 @@ def build_k1(cfg: K1Config):
 
             if fast:
                 T.import_source(_math.FAST_SOURCE)
-            h = _math.gva_head(hv, H, HV)  # GVA: value head hv reads q and k of head h
+            # GVA: value head hv reads q and k of head h, held in a register: inlined, the int64
+            # divisions would run once per element loaded.
+            h = T.alloc_var("int32", init=_math.gva_head(hv, H, HV))
             tx = T.get_thread_binding()
             if tx < CPB:
                 slot = bc * CPB + tx
@@ -79,12 +81,14 @@ def build_k1(cfg: K1Config):
                     # (cu_seqlens clamped to [0, T], so that any contents stay inside the buffers).
                     lo = T.alloc_var("int32", init=0)
                     hi = T.alloc_var("int32", init=N1 - 2)
+                    f_mid = T.alloc_var("int32", init=0)
                     for _ in T.serial(SEARCH_STEPS):
                         # lo, hi stay in [0, N1 - 2]; the clamps say so to `verify`, which does
-                        # not infer loop invariants.
+                        # not infer loop invariants. Once lo == hi a step loads nothing, so the
+                        # chain of dependent loads is ceil(log2 N) long, not SEARCH_STEPS.
                         mid = (T.max(T.min(lo, N1 - 2), 0) + T.max(T.min(hi, N1 - 2), 0) + 1) // 2
-                        f_mid = _math.token_index(cu_seqlens[mid], Tn) // C + mid
                         if lo < hi:
+                            f_mid = _math.token_index(cu_seqlens[mid], Tn) // C + mid
                             if f_mid <= slot:
                                 lo = mid
                             else:

@@ -18,10 +18,9 @@ def search(cu, s):
     N = len(cu) - 1
     lo, hi = 0, N - 1
     for _ in range(SEARCH_STEPS):
-        mid = (max(min(lo, N - 1), 0) + max(min(hi, N - 1), 0) + 1) // 2
-        f_mid = cu[mid] // C + mid
         if lo < hi:
-            if f_mid <= s:
+            mid = (max(min(lo, N - 1), 0) + max(min(hi, N - 1), 0) + 1) // 2
+            if cu[mid] // C + mid <= s:
                 lo = mid
             else:
                 hi = mid - 1
