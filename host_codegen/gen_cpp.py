@@ -11,7 +11,7 @@ Exports (TVM-FFI packed functions):
       contents); bit 2 dry run on CPU tensors (no driver calls); bit 3 return o alone;
       bit 4 record phase timestamps; bit 5 skip the launches; bit 6 fresh workspace (no cache);
       bits 8, 9 skip K1, K2 (diagnostics);
-      bit 7 submit K1+K2 as one graph launch instead of two kernel launches (not while capturing).
+      bit 7 submit the kernels as one graph launch instead of kernel launches (not while capturing).
       The workspace is kept across calls per (device, stream), except while capturing a graph.
   validate_only(<same 11>, o, final_state, flags, expect_device_type) -> [shape vars..., lower_bound, scale]
   load_cubins(k1_path, k2_path)
@@ -23,8 +23,8 @@ builds and validates on a machine without a GPU.
 
 A one-kernel entry (decode) takes (q, k, v, g, beta, A_log, dt_bias, state_pool, state_indices,
 lower_bound, scale[, o, flags]), returns o (None when the caller passed o), launches its kernel
-with one cuLaunchKernel (flag bit 7 and bits 8, 9 do nothing) and allocates nothing but o: it
-has no workspace. load_cubins takes one path per kernel.
+with one cuLaunchKernel, or with flag bit 7 as a one-node graph (bits 8, 9 do nothing), and
+allocates nothing but o: it has no workspace. load_cubins takes one path per kernel.
 """
 from __future__ import annotations
 
@@ -395,40 +395,45 @@ KernelNodeParams node_params(const Launch& l) {
   return p;
 }
 
-// Graph launch mode: one two-node graph (K1 -> K2) per thread and device, instantiated at the
-// first call; each call rewrites both nodes' parameters (copied by the driver) and submits the
-// pair with one cuGraphLaunch. Launches of one executable graph run in submission order.
-struct PairGraph {
+// Graph launch mode: one graph of the entry's kernels in a chain (one node, or K1 -> K2) per
+// thread and device, instantiated at the first call; each call rewrites the nodes' parameters
+// (copied by the driver) and submits them with one cuGraphLaunch, which costs less host time than
+// one cuLaunchKernel. Launches of one executable graph run in submission order.
+struct KernelGraph {
   CUgraph graph = nullptr;
   CUgraphExec exec = nullptr;
-  CUgraphNode node[2] = {nullptr, nullptr};
+  CUgraphNode node[kNumKernels] = {};
 };
-thread_local PairGraph* g_pair[kMaxDevices] = {};
+thread_local KernelGraph* g_graph[kMaxDevices] = {};
 
 void launch_graph(const Launch* L, int dev, CUstream stream) {
+  static const char* const kAdd[2] = {"cuGraphAddKernelNode(K1)", "cuGraphAddKernelNode(K2)"};
+  static const char* const kSet[2] = {"cuGraphExecKernelNodeSetParams(K1)", "cuGraphExecKernelNodeSetParams(K2)"};
   Driver* d = driver();
-  KernelNodeParams p[2] = {node_params(L[0]), node_params(L[kNumKernels - 1])};
-  PairGraph* pg = g_pair[dev];
-  if (pg == nullptr) {
-    PairGraph* n = new PairGraph();
+  KernelNodeParams p[kNumKernels];
+  for (int i = 0; i < kNumKernels; ++i) p[i] = node_params(L[i]);
+  KernelGraph* kg = g_graph[dev];
+  if (kg == nullptr) {
+    KernelGraph* n = new KernelGraph();
     check_cu(d->cuGraphCreate(&n->graph, 0), "cuGraphCreate");
-    check_cu(d->cuGraphAddKernelNode(&n->node[0], n->graph, nullptr, 0, &p[0]), "cuGraphAddKernelNode(K1)");
-    check_cu(d->cuGraphAddKernelNode(&n->node[1], n->graph, &n->node[0], 1, &p[1]), "cuGraphAddKernelNode(K2)");
+    for (int i = 0; i < kNumKernels; ++i)
+      check_cu(d->cuGraphAddKernelNode(&n->node[i], n->graph, i ? &n->node[i - 1] : nullptr, i ? 1 : 0, &p[i]),
+               kAdd[i]);
     check_cu(d->cuGraphInstantiateWithFlags(&n->exec, n->graph, 0), "cuGraphInstantiateWithFlags");
-    pg = g_pair[dev] = n;
+    kg = g_graph[dev] = n;
   } else {
-    check_cu(d->cuGraphExecKernelNodeSetParams(pg->exec, pg->node[0], &p[0]), "cuGraphExecKernelNodeSetParams(K1)");
-    check_cu(d->cuGraphExecKernelNodeSetParams(pg->exec, pg->node[1], &p[1]), "cuGraphExecKernelNodeSetParams(K2)");
+    for (int i = 0; i < kNumKernels; ++i)
+      check_cu(d->cuGraphExecKernelNodeSetParams(kg->exec, kg->node[i], &p[i]), kSet[i]);
   }
-  check_cu(d->cuGraphLaunch(pg->exec, stream), "cuGraphLaunch");
+  check_cu(d->cuGraphLaunch(kg->exec, stream), "cuGraphLaunch");
 }
 
-// The kernels in order on `stream`: one cuLaunchKernel each, or (a pair only) one graph launch
-// (`graph`; never while the stream is capturing, where the two kernels are captured as they are).
+// The kernels in order on `stream`: one cuLaunchKernel each, or one graph launch (`graph`; never
+// while the stream is capturing, where the kernels are captured as they are).
 void launch_pair(Launch* L, int dev, CUstream stream, bool graph, bool prof, int skip) {
   Driver* d = driver();
   for (int i = 0; i < kNumKernels; ++i) ensure_smem(*L[i].k, L[i].smem);
-  if (kNumKernels == 2 && graph && !skip) {
+  if (graph && !skip) {
     launch_graph(L, dev, stream);
     mark(prof);
     return;
@@ -902,7 +907,9 @@ def _render_launch(spec: EntrySpec, L: list, ptr: dict, out_names, shape_vars, n
         L.append("  if (!dry && !(flags & 32)) launch_pair(launches, dev.device_id, stream, (flags & 128) && !capturing, prof, "
                  "static_cast<int>((flags >> 8) & 3));")
     else:
-        L.append("  if (!dry && !(flags & 32)) launch_pair(launches, dev.device_id, stream, false, prof, 0);")
+        L.append("  // bit 7: a one-node graph launch (less host time than cuLaunchKernel), not while capturing")
+        L.append("  const bool graph = !dry && (flags & 128) && !stream_capturing(stream);")
+        L.append("  if (!dry && !(flags & 32)) launch_pair(launches, dev.device_id, stream, graph, prof, 0);")
     rets = [f"new_{o}" if o in out_names else "ffi::Optional<ffi::Tensor>()" for o in contract.outputs]
     if len(rets) == 1:
         L.append(f"  return ffi::Any({rets[0]});")

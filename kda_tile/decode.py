@@ -42,6 +42,15 @@ def _with_token_axis(q, k, v, g, beta, out):
     """Views with a token axis of length 1 when q is [N, H, K] (one token per sequence)."""
     if not (isinstance(q, torch.Tensor) and q.dim() == 3):
         return False, (q, k, v, g, beta), out
+    try:  # the steady state: no per-argument loop (its Python costs more than the five views)
+        if out is None and k.dim() == 3 and v.dim() == 3 and g.dim() == 3 and beta.dim() == 2:
+            return True, (q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), g.unsqueeze(1), beta.unsqueeze(1)), None
+    except AttributeError:  # not a tensor: the checks below leave it to the entry, which names it
+        pass
+    return _checked_token_axis(q, k, v, g, beta, out)
+
+
+def _checked_token_axis(q, k, v, g, beta, out):
     for (name, rank, labels), t in zip(_ONE_TOKEN, (k, v, g, beta)):
         if isinstance(t, torch.Tensor) and t.dim() != rank:
             raise ValueError(f"{name}: expected {rank} dimensions {labels} (q is [N, H, K]: one token per "
