@@ -80,6 +80,27 @@ case "$mode" in
     grep -E "^\| H" "$OUT/bench.log" | tail -3
     timeout 60 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py -k 77 -rA \
       > "$OUT/pytest_integration_gva.log" 2>&1; grep -E "PASSED|FAILED|passed|failed" "$OUT/pytest_integration_gva.log" | tail -4 ;;
+  round6a)
+    # session 6, round 1 (branch round6 = main + k1-hoist + decode-host), part A: K1 hoisting's
+    # stage times, out= host time, matrix subset, the GVA bench row, fla's GVA call
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -9
+    timeout 90 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      -k "gva or many_sequences or fast_math or (test_varlen and 96) or (test_fixed and 96 and 8192)" \
+      > "$OUT/pytest_gpu_subset.log" 2>&1; grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu_subset.log" | tail -6
+    BENCH_NO_HOST=1 timeout 120 python bench/bench_peers.py --out "$OUT" --only "HV64,H96 1x8192" > "$OUT/bench.log" 2>&1
+    grep -E "^\| H" "$OUT/bench.log" | tail -4
+    timeout 90 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py -k 77 -rA \
+      > "$OUT/pytest_integration_gva.log" 2>&1; grep -E "PASSED|FAILED|passed|failed" "$OUT/pytest_integration_gva.log" | tail -4 ;;
+  round6b)
+    # part B (same warm machine, kernels built by part A): host overhead rows incl. out=, then decode
+    timeout 60 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED|NOT VERIFIED" | tail -3
+    timeout 170 python bench/host_overhead.py --iters 1500 --warmup 100 > "$OUT/host.log" 2>&1
+    grep -E "kda_prefill|entry: raw, graph|floor: torch.empty" "$OUT/host.log" | grep -v '^{' | tail -14
+    timeout 120 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
+    tail -3 "$OUT/decode_gpu_tests.log"
+    timeout 170 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
+    grep -v '^{' "$OUT/decode_bench.log" | tail -14 ;;
   gva)
     # after K1/K2 gained GVA (every released build's IR changed): the whole GPU matrix with its GVA
     # rows, fla's chunk_kda with GVA through the backend, and the GVA shape plus the headline shape
