@@ -160,6 +160,7 @@ def set_launch_mode(mode):
     from kda_tile import api
     os.environ["KDA_TILE_LAUNCH"] = mode
     api._ENTRIES.clear()
+    api._RAW.clear()  # the out= path's entries, which carry their launch flags
     api._LOADED.clear()
     host_codegen.get_entry.cache_clear()
 

@@ -135,13 +135,14 @@ def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, sca
     """kda_prefill without the torch.compile hook: what the custom op runs on CUDA."""
     _require_bool("fast_math", fast_math)
     _require_bool("output_final_state", output_final_state)
-    if torch.is_grad_enabled():
+    if torch.is_grad_enabled() and _may_require_grad(q, k, v, g, beta, A_log, dt_bias, initial_state):
         _no_grad_inputs(_TENSOR_ARGS, (q, k, v, g, beta, A_log, dt_bias, initial_state), "kda_tile has no backward yet")
     if out is not None or final_state_out is not None:
         return _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
                              cu_seqlens, fast_math, out, final_state_out)
     try:  # the steady-state path: ~1 us of Python before the one call into the entry
-        narrow = (q.shape[0] if cu_seqlens is None else cu_seqlens.shape[0] - 1) * v.shape[2] < _NARROW_ROWS
+        vs = v.shape
+        narrow = (vs[0] if cu_seqlens is None else len(cu_seqlens) - 1) * vs[2] < _NARROW_ROWS
         fn = _ENTRIES[cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
                       output_final_state, narrow]
     except (KeyError, AttributeError, IndexError, TypeError):
@@ -155,6 +156,7 @@ def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, sca
 
 
 _TENSOR_ARGS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")
+_TENSOR_OR_NONE = (torch.Tensor, type(None))
 
 
 def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
@@ -163,11 +165,13 @@ def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_
     same rules as for its own outputs, plus no overlap with any input) and writes them."""
     if final_state_out is not None and not output_final_state:
         raise ValueError("final_state_out: given, but output_final_state is False")
-    for name, t in (("out", out), ("final_state_out", final_state_out)):
-        if t is not None and not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name}: expected a torch.Tensor or None, got {type(t).__name__}")
+    if not isinstance(out, _TENSOR_OR_NONE) or not isinstance(final_state_out, _TENSOR_OR_NONE):
+        for name, t in (("out", out), ("final_state_out", final_state_out)):
+            if t is not None and not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name}: expected a torch.Tensor or None, got {type(t).__name__}")
     try:
-        narrow = (q.shape[0] if cu_seqlens is None else cu_seqlens.shape[0] - 1) * v.shape[2] < _NARROW_ROWS
+        vs = v.shape
+        narrow = (vs[0] if cu_seqlens is None else len(cu_seqlens) - 1) * vs[2] < _NARROW_ROWS
         key = (cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
                output_final_state, narrow)
         raw, flags = _RAW[key]
@@ -215,6 +219,17 @@ def _raw_for(q, v, initial_state, output_final_state, cu_seqlens, fast_math):
 def _require_bool(name, value):
     if value is not True and value is not False:
         raise TypeError(f"{name}: expected a bool, got {type(value).__name__} {value!r}")
+
+
+def _may_require_grad(q, k, v, g, beta, A_log, dt_bias, initial_state):
+    """Half the time of _no_grad_inputs' loop on the steady-state path; True for a non-tensor, which
+    the entry then names."""
+    try:
+        return (q.requires_grad or k.requires_grad or v.requires_grad or g.requires_grad or beta.requires_grad
+                or A_log.requires_grad or dt_bias.requires_grad
+                or (initial_state is not None and initial_state.requires_grad))
+    except AttributeError:
+        return True
 
 
 def _no_grad_inputs(names, tensors, no_backward):
