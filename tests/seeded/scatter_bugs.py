@@ -32,8 +32,54 @@ def pool_halved():
     return pool_halved
 
 
-KERNELS = {f.__name__: f for f in (pool_update, pool_halved)}
+def _clamped(i, P):
+    return T.max(T.min(i, T.Cast("int64", P) - 1), T.int64(0))
+
+
+def pool_clamped():
+    """kda_decode's form: the row index clamped into the pool, read and written only when live."""
+    N, P = T.dynamic("N"), T.dynamic("P")
+
+    @T.prim_func
+    def pool_clamped(X: T.Tensor((N, W), "float32"), idx: T.Tensor((N,), "int64"),
+                     pool: T.Tensor((P, W), "float32")):
+        with T.Kernel(N, threads=W) as n:
+            tx = T.get_thread_binding()
+            acc = T.alloc_local((1,), "float32")
+            live = idx[n] >= 0 and idx[n] < T.Cast("int64", P)
+            r = _clamped(idx[n], P)
+            acc[0] = 0.0
+            if live:
+                acc[0] = pool[r, tx]
+            acc[0] = acc[0] * 0.5 + X[n, tx]
+            if live:
+                pool[r, tx] = acc[0]
+    return pool_clamped
+
+
+def pool_clamped_pad_reads():
+    """The same with the read unguarded: a padded entry (-1, clamped to row 0) reads row 0 while
+    the live entry that owns row 0 writes it. The value is never used, but the read races."""
+    N, P = T.dynamic("N"), T.dynamic("P")
+
+    @T.prim_func
+    def pool_clamped_pad_reads(X: T.Tensor((N, W), "float32"), idx: T.Tensor((N,), "int64"),
+                               pool: T.Tensor((P, W), "float32")):
+        with T.Kernel(N, threads=W) as n:
+            tx = T.get_thread_binding()
+            acc = T.alloc_local((1,), "float32")
+            live = idx[n] >= 0 and idx[n] < T.Cast("int64", P)
+            r = _clamped(idx[n], P)
+            acc[0] = pool[r, tx]
+            acc[0] = acc[0] * 0.5 + X[n, tx]
+            if live:
+                pool[r, tx] = acc[0]
+    return pool_clamped_pad_reads
+
+
+KERNELS = {f.__name__: f for f in (pool_update, pool_halved, pool_clamped, pool_clamped_pad_reads)}
 PRECONDITIONS = {name: ["N >= 1", "N <= 2**20", "P >= 1", "P <= 2**20"] for name in KERNELS}
 DISTINCT = ["idx"]
-EXPECT = {"pool_update": None, "pool_halved": "barriers.global_race"}
-TWIN = {"pool_halved": "pool_update"}
+EXPECT = {"pool_update": None, "pool_halved": "barriers.global_race", "pool_clamped": None,
+          "pool_clamped_pad_reads": "barriers.global_race"}
+TWIN = {"pool_halved": "pool_update", "pool_clamped_pad_reads": "pool_clamped"}

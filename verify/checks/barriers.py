@@ -1140,19 +1140,23 @@ BLOCKS = ("thread", "loop", "unknown", "block")
 
 
 def _global_race(st):
-    """Blocks of a grid are not ordered with one another inside a kernel: two plain writes of
-    the same global bytes by different blocks race (split-K partial sums stored without atomics,
-    overlapping output tiles). Atomic updates do not race; writes through TMA descriptors are
-    not modelled here (bounds.tma keeps them inside their tensor)."""
+    """Blocks of a grid are not ordered with one another inside a kernel: a plain write of global
+    bytes races with a write or a read of the same bytes by another block (split-K partial sums
+    stored without atomics, overlapping output tiles, a padded entry of an index table reading the
+    row a live entry updates in place). Atomic updates do not race; writes through TMA descriptors
+    are not modelled here (bounds.tma keeps them inside their tensor)."""
     k, ctx = st.k, st.ctx
     findings = []
-    writes = [s for s in k.sites if s.kind == "access" and s.buf is not None and s.buf.scope == "global"
-              and s.write and not s.extra.get("atomic") and s.op not in ("tma_load_src",)]
+    plain = [s for s in k.sites if s.kind == "access" and s.buf is not None and s.buf.scope == "global"
+             and not s.extra.get("atomic") and s.op not in ("tma_load_src",)]
+    writes = [s for s in plain if s.write]
     if not k.blocks or not writes:
         return findings, f"{len(writes)} global writes"
+    written = {s.buf.name for s in writes}
+    reads = [s for s in plain if not s.write and s.buf.name in written]
     pairs = 0
     for i, x in enumerate(writes):
-        for y in writes[i:]:
+        for y in writes[i:] + reads:
             if x.buf.name != y.buf.name:
                 continue
             pairs += 1
@@ -1187,14 +1191,15 @@ def _global_race(st):
                 fs = full
             if res == "sat":
                 from ..solver import evaluate
+                what = "write" if y.write else "write and read"
                 f = site_finding(k, ctx, "barriers.global_race", x,
-                                 f"blocks write the same bytes of {x.buf.name} (byte {evaluate(m, z3.If(ox > oy, ox, oy))}) "
+                                 f"blocks {what} the same bytes of {x.buf.name} (byte {evaluate(m, z3.If(ox > oy, ox, oy))}) "
                                  "with no atomic and no order between blocks", m, fs + [differ] + overlap)
                 f.access = x.text if x is y else f"{x.text}  <->  {y.text}"
                 findings.append(f)
             elif res == "unknown":
                 findings.append(unknown("barriers.global_race", f"solver could not decide ({m})", x, k))
-    return findings, f"{len(writes)} global writes, {pairs} pairs"
+    return findings, f"{len(writes)} global writes, {len(reads)} reads of written buffers, {pairs} pairs"
 
 
 def _byte_range(site):
@@ -1297,8 +1302,8 @@ def _prod(fs):
 
 
 def _two_level(k, ctx, x, y):
-    """The overlap query of two global writes by different blocks in digit form (_digits),
-    or None when the offsets do not decompose alike."""
+    """The overlap query of two global accesses (a write, and a write or a read) by different
+    blocks in digit form (_digits), or None when the offsets do not decompose alike."""
     parts = {}
     for tag, s in (("1", x), ("2", y)):
         off, n = _byte_range(s)
