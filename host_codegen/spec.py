@@ -375,6 +375,18 @@ DECODE = Contract(
     contents="state_indices",
 )
 
+# The one-token decode builds (DecodeConfig.token_axis False): the same arguments, no token axis.
+DECODE_ONE_TOKEN = Contract(
+    family="decode",
+    args=DECODE.args,
+    scalars=DECODE.scalars,
+    outputs=DECODE.outputs,
+    ir_to_public=DECODE.ir_to_public,
+    dim_labels=tuple((name, tuple(d for d in labels if d != "S")) for name, labels in DECODE.dim_labels),
+    inplace=DECODE.inplace,
+    contents=DECODE.contents,
+)
+
 CONTRACTS = {"prefill": PREFILL, "decode": DECODE}
 
 # The prefill contract's tables under their old names.
@@ -520,7 +532,9 @@ def single(ks: KernelSpec, contract: Contract) -> EntrySpec:
 
 
 def contract_of(build) -> Contract:
-    return DECODE if build.stage == "decode" else PREFILL
+    if build.stage != "decode":
+        return PREFILL
+    return DECODE if build.config.token_axis else DECODE_ONE_TOKEN
 
 
 def read_entry(k1_build, k2_build=None) -> EntrySpec:

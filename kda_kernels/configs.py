@@ -117,11 +117,14 @@ class DecodeConfig:
     in_dtype: str = "bfloat16"
     bank_conflict_budget: int = 4
     max_tokens: int = 8
+    token_axis: bool = True         # token inputs [N, S, ...]; False: [N, ...], one token
+    min_blocks: int = 8             # programs per SM the register budget must allow (__launch_bounds__)
 
     @property
     def name(self) -> str:
         sd = {"float32": "f32", "bfloat16": "bf16"}[self.state_dtype]
-        return f"kda_decode_{sd}_bv{self.block_v}" + ("_fast" if self.fast_math else "")
+        return (f"kda_decode_{sd}_bv{self.block_v}" + ("" if self.token_axis else "_1t")
+                + ("_fast" if self.fast_math else ""))
 
     def pass_configs(self) -> dict:
         return {"tl.enable_fast_math": self.fast_math}
@@ -135,8 +138,9 @@ class DecodeConfig:
 
     def preconditions(self) -> list[str]:
         # N is the grid's z extent (at most 65535).
-        return ["N >= 1", "N <= 65535", "S >= 1", f"S <= {self.max_tokens}", "H >= 1", "HV >= H", "HV <= 256",
-                "HV % H == 0", "P >= 1", "P <= 2**20"]
+        tokens = ["S >= 1", f"S <= {self.max_tokens}"] if self.token_axis else []
+        return ["N >= 1", "N <= 65535"] + tokens + ["H >= 1", "HV >= H", "HV <= 256", "HV % H == 0", "P >= 1",
+                                                     "P <= 2**20"]
 
     def distinct(self) -> tuple:
         """Index buffers whose non-negative entries `verify` may assume pairwise distinct (a live

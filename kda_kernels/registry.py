@@ -67,9 +67,12 @@ def _released() -> tuple[Build, ...]:
             (False, True), (None, "float32", "bfloat16"), (False, True), (64, 32)):
         builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final,
                                            block_v=block_v)))
-    # kda_decode: S (1..8 tokens) is a shape variable, so these four serve every decode call.
-    for state_dtype, fast_math in itertools.product(("float32", "bfloat16"), (False, True)):
-        builds.append(Build("decode", DecodeConfig(state_dtype=state_dtype, fast_math=fast_math)))
+    # kda_decode: with a token axis S (1..8 tokens) is a shape variable; without one the token
+    # inputs are [N, ...], the common one-token call, which then needs no views on the host.
+    for state_dtype, fast_math, token_axis in itertools.product(("float32", "bfloat16"), (False, True),
+                                                                (True, False)):
+        builds.append(Build("decode", DecodeConfig(state_dtype=state_dtype, fast_math=fast_math,
+                                                   token_axis=token_axis)))
     return tuple(builds)
 
 

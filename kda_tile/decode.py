@@ -1,56 +1,48 @@
 """kda_decode: S = 1..8 tokens for each of N sequences, each updating its own row of a state
 pool in place (one kernel launch; kda_kernels/decode.py)."""
-import re
-
 import torch
 
 from kda_kernels import registry
 
-from .api import _device_types, _expect_device, _gated_entry, _no_grad_inputs, _require_bool
+from .api import _device_types, _expect_device, _gated_entry, _may_require_grad, _no_grad_inputs, _require_bool
 
 _STATE_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
-_TENSOR_ARGS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "state_pool", "state_indices")
+_TENSOR_ARGS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "state_pool")  # (integer indices never require grad)
 # (name, rank without the token axis, labels) of the token inputs
 _ONE_TOKEN = (("k", 3, "[N, H, K]"), ("v", 3, "[N, HV, V]"), ("g", 3, "[N, HV, K]"), ("beta", 2, "[N, HV]"))
 
-# (state_pool dtype, fast_math) -> the entry's fast call (default validation, fresh o)
+# (state_pool dtype, fast_math, token axis) -> the entry (its .fast: default validation, fresh o)
 _ENTRIES: dict = {}
 
 
-def select_build(*, state_dtype: str, fast_math: bool):
-    return registry.find("decode", state_dtype=state_dtype, fast_math=fast_math, block_v=32)
+def select_build(*, state_dtype: str, fast_math: bool, token_axis: bool = True):
+    return registry.find("decode", state_dtype=state_dtype, fast_math=fast_math, block_v=32, token_axis=token_axis)
 
 
-def _build_for(state_pool, fast_math):
+def _build_for(state_pool, fast_math, token_axis):
     if not isinstance(state_pool, torch.Tensor):
         raise TypeError(f"state_pool: expected a torch.Tensor, got {type(state_pool).__name__}")
     if state_pool.dtype not in _STATE_DTYPES:
         raise TypeError(f"state_pool: expected dtype float32 or bfloat16, got {str(state_pool.dtype)[6:]}")
-    return select_build(state_dtype=_STATE_DTYPES[state_pool.dtype], fast_math=fast_math)
+    return select_build(state_dtype=_STATE_DTYPES[state_pool.dtype], fast_math=fast_math, token_axis=token_axis)
 
 
-def _entry(state_pool, fast_math):
+def _entry(state_pool, fast_math, token_axis):
     try:
-        return _ENTRIES[state_pool.dtype, fast_math]
+        return _ENTRIES[state_pool.dtype, fast_math, token_axis]
     except (KeyError, AttributeError):
-        entry = _gated_entry(_build_for(state_pool, fast_math))
-        _ENTRIES[state_pool.dtype, fast_math] = entry
+        entry = _gated_entry(_build_for(state_pool, fast_math, token_axis))
+        _ENTRIES[state_pool.dtype, fast_math, token_axis] = entry
         return entry
 
 
-def _with_token_axis(q, k, v, g, beta, out):
-    """Views with a token axis of length 1 when q is [N, H, K] (one token per sequence)."""
-    if not (isinstance(q, torch.Tensor) and q.dim() == 3):
-        return False, (q, k, v, g, beta), out
-    try:  # the steady state: no per-argument loop (its Python costs more than the five views)
-        if out is None and k.dim() == 3 and v.dim() == 3 and g.dim() == 3 and beta.dim() == 2:
-            return True, (q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), g.unsqueeze(1), beta.unsqueeze(1)), None
-    except AttributeError:  # not a tensor: the checks below leave it to the entry, which names it
-        pass
-    return _checked_token_axis(q, k, v, g, beta, out)
+def _one_token(q):
+    """q is [N, H, K]: the one-token builds take the token inputs as they are."""
+    return isinstance(q, torch.Tensor) and q.dim() == 3
 
 
-def _checked_token_axis(q, k, v, g, beta, out):
+def _one_token_ranks(k, v, g, beta, out):
+    """The one-token rank rules in the caller's terms (the entry names a wrong rank without them)."""
     for (name, rank, labels), t in zip(_ONE_TOKEN, (k, v, g, beta)):
         if isinstance(t, torch.Tensor) and t.dim() != rank:
             raise ValueError(f"{name}: expected {rank} dimensions {labels} (q is [N, H, K]: one token per "
@@ -58,8 +50,6 @@ def _checked_token_axis(q, k, v, g, beta, out):
     if isinstance(out, torch.Tensor) and out.dim() != 3:
         raise ValueError(f"out: expected 3 dimensions [N, HV, V] (q is [N, H, K]: one token per sequence), "
                          f"got {out.dim()}")
-    views = tuple(t.unsqueeze(1) if isinstance(t, torch.Tensor) else t for t in (q, k, v, g, beta))
-    return True, views, (out.unsqueeze(1) if isinstance(out, torch.Tensor) else out)
 
 
 def _indices(state_indices):
@@ -72,19 +62,12 @@ def _indices(state_indices):
     return state_indices
 
 
-_DIM_REF = re.compile(r"^(q|k|v|g|beta|o)(\.shape\[|\.stride\()(\d+)")
-
-
-def _caller_names(e: Exception, single: bool, out_given: bool) -> Exception:
-    """The entry's message in the caller's terms: its output o is `out`, and without a token axis
-    a dimension d >= 2 of the entry's [N, 1, ...] view is dimension d - 1 of the caller's tensor."""
+def _caller_names(e: Exception, out_given: bool) -> Exception:
+    """The entry's message in the caller's terms: its output o is `out`."""
     msg = str(e)
-    m = _DIM_REF.match(msg)
-    if single and m and int(m.group(3)) >= 2:
-        msg = f"{m.group(1)}{m.group(2)}{int(m.group(3)) - 1}" + msg[m.end():]
     if out_given and (msg.startswith("o: ") or msg.startswith("o.")):
-        msg = "out" + msg[1:]
-    return e if msg == str(e) else type(e)(msg)
+        return type(e)("out" + msg[1:])
+    return e
 
 
 def _check_flags(fast_math, validate):
@@ -130,27 +113,25 @@ def kda_decode(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None
                                 state_indices=slots)   # pool rows slots[n] advanced by one token
     """
     _check_flags(fast_math, validate)
-    if torch.is_grad_enabled():
-        _no_grad_inputs(_TENSOR_ARGS, (q, k, v, g, beta, A_log, dt_bias, state_pool, state_indices),
-                        "kda_decode has no backward")
-    single, (q, k, v, g, beta), o = _with_token_axis(q, k, v, g, beta, out)
+    if torch.is_grad_enabled() and _may_require_grad(q, k, v, g, beta, A_log, dt_bias, state_pool):
+        _no_grad_inputs(_TENSOR_ARGS, (q, k, v, g, beta, A_log, dt_bias, state_pool), "kda_decode has no backward")
+    one = _one_token(q)
     state_indices = _indices(state_indices)
-    entry = _entry(state_pool, fast_math)
+    entry = _entry(state_pool, fast_math, not one)
     args = (q, k, v, g, beta, A_log, dt_bias, state_pool, state_indices, lower_bound, scale)
     try:
-        if o is None and validate == "fast":
-            r = (entry._fast or entry.fast)(*args) if hasattr(entry, "fast") else entry(*args)
-        else:
-            r = entry(*args, o=o, validate=validate)
+        if out is None and validate == "fast":
+            return (entry._fast or entry.fast)(*args) if hasattr(entry, "fast") else entry(*args)
+        entry(*args, o=out, validate=validate)
+        return out
     except (TypeError, ValueError) as e:
-        raise _caller_names(e, single, out is not None) from None
+        if one:
+            _one_token_ranks(k, v, g, beta, out)
+        raise _caller_names(e, out is not None) from None
     except RuntimeError:
         _device_types(q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias, state_pool=state_pool,
                       state_indices=state_indices, out=out)
         raise
-    if out is not None:
-        return out
-    return r.squeeze(1) if single else r
 
 
 def check_decode_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None, state_pool,
@@ -160,15 +141,17 @@ def check_decode_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, s
     the device type the tensors must share (default cuda), so the rules run on CPU tensors.
     Returns the shape variables and scalars the entry read."""
     _check_flags(fast_math, validate)
-    single, (q, k, v, g, beta), o = _with_token_axis(q, k, v, g, beta, out)
+    one = _one_token(q)
     state_indices = _indices(state_indices)
     kw = _expect_device(device)
-    entry = _gated_entry(_build_for(state_pool, fast_math))
+    entry = _gated_entry(_build_for(state_pool, fast_math, not one))
     try:
         return entry.validate_only(q, k, v, g, beta, A_log, dt_bias, state_pool, state_indices, lower_bound, scale,
-                                   o=o, validate=validate, **kw)
+                                   o=out, validate=validate, **kw)
     except (TypeError, ValueError) as e:
-        raise _caller_names(e, single, out is not None) from None
+        if one:
+            _one_token_ranks(k, v, g, beta, out)
+        raise _caller_names(e, out is not None) from None
 
 
 __all__ = ["kda_decode", "check_decode_inputs", "select_build"]

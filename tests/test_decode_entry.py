@@ -48,8 +48,12 @@ def expect(e, a, exc, msg, **kw):
 
 def test_released_decode_builds():
     dec = [b for b in registry.RELEASED if b.stage == "decode"]
-    assert sorted(b.name for b in dec) == ["kda_decode_bf16_bv32", "kda_decode_bf16_bv32_fast",
-                                           "kda_decode_f32_bv32", "kda_decode_f32_bv32_fast"]
+    assert sorted(b.name for b in dec) == [
+        "kda_decode_bf16_bv32", "kda_decode_bf16_bv32_1t", "kda_decode_bf16_bv32_1t_fast", "kda_decode_bf16_bv32_fast",
+        "kda_decode_f32_bv32", "kda_decode_f32_bv32_1t", "kda_decode_f32_bv32_1t_fast", "kda_decode_f32_bv32_fast"]
+    one = [b for b in dec if not b.config.token_axis]
+    assert all(hc.entry_spec(b).contract is hc.spec.DECODE_ONE_TOKEN for b in one)
+    assert [p.shape.__len__() for p in hc.entry_spec(one[0]).inputs[:5]] == [3, 3, 3, 3, 2]
     assert registry.FACTORIES["decode"] == "kda_kernels.decode:build_decode"
     assert all(b.config.distinct() == ("state_indices",) for b in dec)
     assert [bs for bs in hc.released_entries() if len(bs) == 1] == [(b,) for b in dec]
@@ -203,7 +207,7 @@ def api_args(single=False, index_dtype=torch.int64, state=torch.float32, **kw):
 def test_check_decode_inputs(single, index_dtype):
     pos, kw = api_args(single, index_dtype)
     env = api_decode.check_decode_inputs(*pos, **kw, device="cpu")
-    assert env["S"] == (1 if single else 2) and env["N"] == 3
+    assert env.get("S") == (None if single else 2) and env["N"] == 3   # the one-token build has no S
     kw["state_indices"] = torch.tensor([1, 1, 2], dtype=index_dtype)
     with pytest.raises(ValueError, match=r"^state_indices\[1\]: expected a pool row no other sequence updates"):
         api_decode.check_decode_inputs(*pos, **kw, device="cpu", validate="full")

@@ -76,8 +76,9 @@ def _no_grad():
 
 
 @pytest.mark.parametrize("state_dtype", [torch.float32, torch.bfloat16])
-def test_256_steps(state_dtype):
-    run_steps(7, 0, 4, 4, state_dtype, 256, pad_every=3)
+@pytest.mark.parametrize("S", [0, 1])   # 0: [N, H, K] tokens (the one-token builds); 1: a token axis of 1
+def test_256_steps(state_dtype, S):
+    run_steps(7, S, 4, 4, state_dtype, 256, pad_every=3)
 
 
 def test_speculative_tokens_and_gva():
