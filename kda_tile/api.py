@@ -221,13 +221,12 @@ def _require_bool(name, value):
         raise TypeError(f"{name}: expected a bool, got {type(value).__name__} {value!r}")
 
 
-def _may_require_grad(q, k, v, g, beta, A_log, dt_bias, initial_state):
-    """Half the time of _no_grad_inputs' loop on the steady-state path; True for a non-tensor, which
-    the entry then names."""
+def _may_require_grad(q, k, v, g, beta, A_log, dt_bias, state):
+    """Half the time of _no_grad_inputs' loop on the steady-state path (state: initial_state or
+    decode's state_pool); True for a non-tensor, which the entry then names."""
     try:
         return (q.requires_grad or k.requires_grad or v.requires_grad or g.requires_grad or beta.requires_grad
-                or A_log.requires_grad or dt_bias.requires_grad
-                or (initial_state is not None and initial_state.requires_grad))
+                or A_log.requires_grad or dt_bias.requires_grad or (state is not None and state.requires_grad))
     except AttributeError:
         return True
 
