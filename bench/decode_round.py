@@ -49,9 +49,11 @@ def pool_indices(N, P, gen, pad_every=5):
     return rows.cuda()
 
 
-def case(N, S, H, HV, state_dtype, steps, fast=False, seed=0):
-    cfg = DecodeConfig(state_dtype=state_dtype, fast_math=fast)  # S is a shape variable
+def case(N, S, H, HV, state_dtype, steps, fast=False, seed=0, **variant):
+    cfg = DecodeConfig(state_dtype=state_dtype, fast_math=fast, **variant)  # S is a shape variable
+    assert cfg.token_axis or S == 1
     kern = compiled(cfg)
+    drop = (lambda t: t) if cfg.token_axis else (lambda t: t.squeeze(1))
     gen = torch.Generator(device="cuda").manual_seed(seed)
     P = 2 * N
     sdt = getattr(torch, state_dtype)
@@ -68,7 +70,8 @@ def case(N, S, H, HV, state_dtype, steps, fast=False, seed=0):
     for step in range(steps):
         x = inputs(N, S, H, HV, gen)
         o = torch.full((N, S, HV, 128), float("nan"), device="cuda", dtype=torch.bfloat16)
-        kern(x["q"], x["k"], x["v"], x["g"], x["beta"], A_log, dt_bias, idx, -5.0, 128 ** -0.5, pool, o)
+        kern(*(drop(x[n]) for n in ("q", "k", "v", "g", "beta")), A_log, dt_bias, idx, -5.0, 128 ** -0.5, pool,
+             drop(o))
         ro, ref_pool = kda_decode(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=ref_pool, state_indices=idx,
                                   A_log=A_log, dt_bias=dt_bias, lower_bound=-5.0)
         live = idx >= 0
@@ -77,7 +80,7 @@ def case(N, S, H, HV, state_dtype, steps, fast=False, seed=0):
     torch.cuda.synchronize()
     err_pool = rel_err(pool[owned].double(), ref_pool[owned])
     same = bool(torch.equal(pool[~owned], untouched))
-    return dict(case=f"N={N} S={S} H={H} HV={HV} {state_dtype}{' fast' if fast else ''}", steps=steps,
+    return dict(case=f"N={N} S={S} H={H} HV={HV} {cfg.name}", steps=steps,
                 err_o=worst_o, err_pool=err_pool, padded_zero=pad_ok, other_rows_untouched=same,
                 ok=worst_o <= 5e-3 and err_pool <= 5e-3 and pad_ok and same)
 
@@ -152,8 +155,79 @@ def timing():
     return rows
 
 
+# bf16 and fp32 pools: value-block width, threads, programs per SM the registers must allow
+SWEEP = [dict(block_v=32, min_blocks=mb) for mb in (5, 6, 8)] + [
+    dict(block_v=16, min_blocks=8), dict(block_v=16, min_blocks=12), dict(block_v=64, min_blocks=4)]
+
+
+def sweep():
+    """Each variant: 8 steps against the reference at N = 64 (and the one-token form), then
+    do_bench medians at N = 1, 64, 1024 (H32, P = 2N) against a copy of the state bytes."""
+    from triton.testing import do_bench
+    H = HV = 32
+    rows = []
+    for sd in ("bfloat16", "float32"):
+        for i, var in enumerate(SWEEP + [dict(block_v=32, min_blocks=8, token_axis=False)]):
+            cfg = DecodeConfig(state_dtype=sd, **var)
+            t0 = time.perf_counter()
+            try:
+                c = case(64, 1, 4, 8, sd, 8, seed=i, **var)
+            except Exception as e:  # a variant that does not compile or launch is a row, not the end
+                print(json.dumps(dict(variant=cfg.name, var=var, error=repr(e)[:300])), flush=True)
+                continue
+            r = dict(variant=cfg.name, var=var, state=sd, ok=c["ok"], err_o=c["err_o"], err_pool=c["err_pool"],
+                     compile_and_check_s=round(time.perf_counter() - t0, 1))
+            kern = compiled(cfg)
+            esize = 4 if sd == "float32" else 2
+            for N in (1, 64, 1024):
+                gen = torch.Generator(device="cuda").manual_seed(N)
+                x = inputs(N, 1, H, HV, gen)
+                if not cfg.token_axis:
+                    x = {n: t.squeeze(1) for n, t in x.items()}
+                A_log = torch.empty(HV, device="cuda").uniform_(0.0, 2.7, generator=gen)
+                dt_bias = torch.randn(HV, 128, device="cuda", generator=gen) * 0.5
+                pool = (torch.randn(2 * N, HV, 128, 128, device="cuda", generator=gen) * 0.5).to(getattr(torch, sd))
+                idx = torch.randperm(2 * N, device="cuda")[:N].to(torch.int64)
+                o = torch.empty_like(x["v"])
+                t = do_bench(lambda: kern(x["q"], x["k"], x["v"], x["g"], x["beta"], A_log, dt_bias, idx, -5.0,
+                                          128 ** -0.5, pool, o), warmup=25, rep=200, return_mode="median")
+                nbytes = N * HV * 128 * 128 * esize     # the state once; a step reads and writes it
+                src = torch.empty(nbytes // 4, device="cuda")
+                dst = torch.empty_like(src)
+                tc = do_bench(lambda: dst.copy_(src), warmup=25, rep=200, return_mode="median")
+                r[f"N{N}_us"] = round(t * 1e3, 2)
+                r[f"N{N}_copy_pct"] = round(100 * tc / t, 1)
+            rows.append(r)
+            print(json.dumps(r), flush=True)
+    print(f"{'variant':<34} {'ok':>3} {'N1 us':>7} {'N64 us':>7} {'%copy':>6} {'N1024 us':>9} {'%copy':>6}")
+    for r in rows:
+        print(f"{r['variant'] + ' mb' + str(r['var'].get('min_blocks')):<34} {'y' if r['ok'] else 'N':>3} "
+              f"{r['N1_us']:>7.2f} {r['N64_us']:>7.2f} {r['N64_copy_pct']:>6.1f} {r['N1024_us']:>9.2f} "
+              f"{r['N1024_copy_pct']:>6.1f}")
+    return rows
+
+
+def ncu():
+    """One launch of each released decode configuration's one-token build at N = 1024, H32, for
+    `ncu -k regex:kda_decode` (the device_round.sh `decode_api` mode)."""
+    H = HV = 32
+    N = 1024
+    for sd in ("bfloat16", "float32"):
+        cfg = DecodeConfig(state_dtype=sd, token_axis=False)
+        kern = compiled(cfg)
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        x = {n: t.squeeze(1) for n, t in inputs(N, 1, H, HV, gen).items()}
+        A_log, dt_bias = torch.zeros(HV, device="cuda"), torch.zeros(HV, 128, device="cuda")
+        pool = torch.randn(2 * N, HV, 128, 128, device="cuda", generator=gen).to(getattr(torch, sd))
+        idx = torch.randperm(2 * N, device="cuda")[:N].to(torch.int64)
+        o = torch.empty_like(x["v"])
+        kern(x["q"], x["k"], x["v"], x["g"], x["beta"], A_log, dt_bias, idx, -5.0, 128 ** -0.5, pool, o)
+        torch.cuda.synchronize()
+    return []
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "smoke"
     out = Path(os.environ.get("OUT", "/tmp"))
-    rows = {"smoke": lambda: correctness(smoke=True), "correctness": correctness, "timing": timing}[what]()
+    rows = {"smoke": lambda: correctness(smoke=True), "correctness": correctness, "timing": timing, "sweep": sweep, "ncu": ncu}[what]()
     (out / f"decode_{what}.json").write_text(json.dumps(rows, indent=1))

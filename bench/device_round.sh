@@ -18,6 +18,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh varlen  # build, hang probes, varlen GPU tests, manyseq
 #   source .devbundle/activate.sh && bash bench/device_round.sh gva     # GPU matrix with GVA rows, fla GVA, GVA + headline bench
 #   source .devbundle/activate.sh && bash bench/device_round.sh final5  # stage and host times, matrix subset, GVA bench
+#   source .devbundle/activate.sh && bash bench/device_round.sh decode_api  # decode through the API, bench, ncu (~6 min)
+#   (round6a..round6d: session 6's first two rounds, each in two calls on one warm machine)
 set -uo pipefail
 mode=${1:-tests}
 OUT=${OUT:-/tmp/kda-out}; mkdir -p "$OUT"
@@ -80,6 +82,34 @@ case "$mode" in
     grep -E "^\| H" "$OUT/bench.log" | tail -3
     timeout 60 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py -k 77 -rA \
       > "$OUT/pytest_integration_gva.log" 2>&1; grep -E "PASSED|FAILED|passed|failed" "$OUT/pytest_integration_gva.log" | tail -4 ;;
+  round6c)
+    # session 6, round 2, part A: host overhead first on a quiet machine (load printed), then the
+    # decode kernel variants through TileLang's JIT (bench/decode_round.py sweep)
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED" | tail -3
+    uptime; ps -eo pcpu,comm --sort=-pcpu | head -4
+    timeout 150 python bench/host_overhead.py --iters 2000 --warmup 200 > "$OUT/host.log" 2>&1
+    grep -E "kda_prefill|entry: raw, graph|floor: (torch.empty|TVM-FFI nop, the)" "$OUT/host.log" | grep -v '^{' | tail -14
+    timeout 330 python bench/decode_round.py sweep > "$OUT/decode_sweep.log" 2>&1
+    grep -v -E '^\{|INFO' "$OUT/decode_sweep.log" | tail -18 ;;
+  round6d)
+    # part B: the GVA row against the peers and fla's GVA call through the backend (fresh Triton
+    # caches compile for minutes: generous limits)
+    timeout 60 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
+    BENCH_NO_HOST=1 timeout 300 python -u bench/bench_peers.py --out "$OUT" --only "HV64" > "$OUT/bench.log" 2>&1
+    grep -E "^\| H" "$OUT/bench.log" | tail -4
+    timeout 240 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py -k 77 -rA \
+      > "$OUT/pytest_integration_gva.log" 2>&1; grep -E "PASSED|FAILED|passed|failed" "$OUT/pytest_integration_gva.log" | tail -4 ;;
+  decode_api)
+    # session 6, round 3: the rewritten decode kernel (and its one-token builds) through the API:
+    # build, GPU tests, bench/decode.py, then ncu counters of one launch per pool dtype
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 120 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
+    tail -3 "$OUT/decode_gpu_tests.log"
+    timeout 200 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
+    grep -v '^{' "$OUT/decode_bench.log" | tail -14
+    timeout 120 ncu --clock-control none -k regex:kda_decode --csv --section SpeedOfLight --section Occupancy \
+      --section LaunchStats --section MemoryWorkloadAnalysis python bench/decode_round.py ncu > "$OUT/decode_ncu.csv" 2> "$OUT/decode_ncu.err"
+    tail -2 "$OUT/decode_ncu.err"; grep -E "DRAM Throughput|Achieved Occupancy|Registers Per|Duration\"" "$OUT/decode_ncu.csv" | cut -c1-220 | tail -8 ;;
   round6a)
     # session 6, round 1 (branch round6 = main + k1-hoist + decode-host), part A: K1 hoisting's
     # stage times, out= host time, matrix subset, the GVA bench row, fla's GVA call
