@@ -103,11 +103,13 @@ case "$mode" in
     # session 6, round 3: the rewritten decode kernel (and its one-token builds) through the API:
     # build, GPU tests, bench/decode.py, then ncu counters of one launch per pool dtype
     timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 110 python bench/host_overhead.py --iters 1000 --warmup 100 > "$OUT/host.log" 2>&1
+    grep -E "^- kda_prefill|inference_mode|floor: torch.empty" "$OUT/host.log" | tail -9
     timeout 120 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
     tail -3 "$OUT/decode_gpu_tests.log"
-    timeout 200 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
+    timeout 180 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
     grep -v '^{' "$OUT/decode_bench.log" | tail -14
-    timeout 120 ncu --clock-control none -k regex:kda_decode --csv --section SpeedOfLight --section Occupancy \
+    timeout 90 ncu --clock-control none -k regex:kda_decode --csv --section SpeedOfLight --section Occupancy \
       --section LaunchStats --section MemoryWorkloadAnalysis python bench/decode_round.py ncu > "$OUT/decode_ncu.csv" 2> "$OUT/decode_ncu.err"
     tail -2 "$OUT/decode_ncu.err"; grep -E "DRAM Throughput|Achieved Occupancy|Registers Per|Duration\"" "$OUT/decode_ncu.csv" | cut -c1-220 | tail -8 ;;
   round6a)

@@ -49,6 +49,8 @@ LAUNCH_PHASES = {"kernels": ["K1 cuLaunchKernel", "K2 cuLaunchKernel"],
 # 64 fresh workspace, 128 one graph launch
 O_ALONE, PROFILE, NO_LAUNCH, FRESH_WS, GRAPH = 8, 16, 32, 64, 128
 MODES = {"kernels": 0, "graph": GRAPH}
+# the call modes of the kda_prefill rows the targets take the fastest of
+CALL_MODES = ("kernels launch", "graph launch", "graph launch, inference_mode")
 
 
 def time_calls(fn, iters, warmup, sync=True, sync_every=SYNC_EVERY):
@@ -193,6 +195,10 @@ def measure_all(rec: Recorder):
         for mode in MODES:
             set_launch_mode(mode)
             rec.time(f"kda_tile.kda_prefill(out=, final_state_out=) ({mode} launch)", cname, prefill_out)
+        set_launch_mode("graph")
+        with torch.inference_mode():   # how serving engines call a forward
+            rec.time("kda_tile.kda_prefill (graph launch, inference_mode)", cname, prefill)
+            rec.time("kda_tile.kda_prefill(out=, final_state_out=) (graph launch, inference_mode)", cname, prefill_out)
         side = torch.cuda.Stream()
         with torch.cuda.stream(side):
             for mode in MODES:
@@ -343,14 +349,14 @@ def main():
                      and "median_us" in r), None)
     targets = {}
     for c in CONFIGS:
-        call = min((m for m in (med(f"kda_tile.kda_prefill ({mode} launch)", c) for mode in MODES) if m),
+        call = min((m for m in (med(f"kda_tile.kda_prefill ({mode})", c) for mode in CALL_MODES) if m),
                    default=None)
-        with_out = min((m for m in (med(f"kda_tile.kda_prefill(out=, final_state_out=) ({mode} launch)", c)
-                                    for mode in MODES) if m), default=None)
-        targets[f"kda_prefill(out=, final_state_out=) median <= {TARGET_CALL_US} us ({c}, faster launch mode)"] = (
+        with_out = min((m for m in (med(f"kda_tile.kda_prefill(out=, final_state_out=) ({mode})", c)
+                                    for mode in CALL_MODES) if m), default=None)
+        targets[f"kda_prefill(out=, final_state_out=) median <= {TARGET_CALL_US} us ({c}, fastest call mode)"] = (
             None if with_out is None else {"median_us": round(with_out, 3), "met": with_out <= TARGET_CALL_US})
         val = med("validation inside C++ (CPU tensors, no FFI call)", c)
-        targets[f"kda_prefill median <= {TARGET_CALL_US} us ({c}, faster launch mode)"] = (
+        targets[f"kda_prefill median <= {TARGET_CALL_US} us ({c}, fastest call mode)"] = (
             None if call is None else {"median_us": round(call, 3), "met": call <= TARGET_CALL_US})
         targets[f"validation alone <= {TARGET_VALIDATE_US} us ({c})"] = (
             None if val is None else {"median_us": round(val, 4), "met": val <= TARGET_VALIDATE_US})
