@@ -19,6 +19,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh gva     # GPU matrix with GVA rows, fla GVA, GVA + headline bench
 #   source .devbundle/activate.sh && bash bench/device_round.sh final5  # stage and host times, matrix subset, GVA bench
 #   source .devbundle/activate.sh && bash bench/device_round.sh decode_api  # decode through the API, bench, ncu (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh final6  # decode build, GPU tests, bench (~4 min)
 #   (round6a..round6d: session 6's first two rounds, each in two calls on one warm machine)
 set -uo pipefail
 mode=${1:-tests}
@@ -99,6 +100,14 @@ case "$mode" in
     grep -E "^\| H" "$OUT/bench.log" | tail -4
     timeout 240 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py -k 77 -rA \
       > "$OUT/pytest_integration_gva.log" 2>&1; grep -E "PASSED|FAILED|passed|failed" "$OUT/pytest_integration_gva.log" | tail -4 ;;
+  final6)
+    # session 6, last round: decode with token 0's inputs staged before the pool row (N = 1
+    # latency): build, GPU tests, bench/decode.py; then the K1/K2 host rows (stage_times)
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 100 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
+    tail -2 "$OUT/decode_gpu_tests.log"
+    timeout 150 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
+    grep -v '^{' "$OUT/decode_bench.log" | tail -13 ;;
   decode_api)
     # session 6, round 3: the rewritten decode kernel (and its one-token builds) through the API:
     # build, GPU tests, bench/decode.py, then ncu counters of one launch per pool dtype
