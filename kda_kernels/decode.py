@@ -57,16 +57,6 @@ def build_decode(cfg: DecodeConfig):
         """State column of thread column-lane c's i-th element."""
         return (c + TPR * (i // VW)) * VW + i % VW
 
-    @T.macro
-    def stage(q, k, v, g, beta, vec, graw, vb, n, s, h, hv, row):
-        """Token s's inputs into registers: q, k (vec), g (graw), v of this thread's row and beta (vb)."""
-        vb[0] = T.Cast(accum, tok(v, n, s, hv, row))
-        vb[1] = T.Cast(accum, tok(beta, n, s, hv))
-        for i, d in T.Parallel(2, K):
-            vec[i, d] = T.if_then_else(i == 0, T.Cast(accum, tok(q, n, s, h, d)), T.Cast(accum, tok(k, n, s, h, d)))
-        for d in T.Parallel(K):
-            graw[d] = T.Cast(accum, tok(g, n, s, hv, d))
-
     @T.prim_func
     def kda_decode(
         q: T.Tensor(qk_shape, cfg.in_dtype),
@@ -87,11 +77,10 @@ def build_decode(cfg: DecodeConfig):
             tx = T.get_thread_binding()
             St = T.alloc_local((CPT,), accum)
             part = T.alloc_local((2,), accum)        # this thread's two row partial sums
-            vb = T.alloc_local((2,), accum)          # the token's v of this row, and beta
+            vb = T.alloc_local((2,), accum)          # v of its row and sigmoid(beta)
             vec = T.alloc_fragment((2, K), accum)
             sq = T.alloc_fragment((2, K), accum)
             nrm = T.alloc_fragment((2,), accum)
-            graw = T.alloc_fragment((K,), accum)     # the token's g
             qk_s = T.alloc_shared((2, K), accum)
             dec_s = T.alloc_shared((K,), accum)
 
@@ -107,24 +96,24 @@ def build_decode(cfg: DecodeConfig):
             r = T.Cast("int32", T.max(T.min(idx, T.Cast("int64", P) - 1), T.int64(0)))
             a_h = _math.exp(A_log[hv], fast)
 
-            # Token 0's inputs are loaded before the pool row: the row's load waits for idx, and
-            # the norms and the decay then run while it is in flight.
-            stage(q, k, v, g, beta, vec, graw, vb, n, 0, h, hv, row)
             if live:
                 for m in T.unroll(NVEC):
                     for e in T.vectorized(VW):
                         St[m * VW + e] = T.Cast(accum, pool[r, hv, row, (c + TPR * m) * VW + e])
 
             for s in T.serial(S):
+                vb[0] = T.Cast(accum, tok(v, n, s, hv, row))
+                vb[1] = _math.sigmoid(T.Cast(accum, tok(beta, n, s, hv)), fast)
                 for i, d in T.Parallel(2, K):
+                    vec[i, d] = T.if_then_else(i == 0, T.Cast(accum, tok(q, n, s, h, d)),
+                                               T.Cast(accum, tok(k, n, s, h, d)))
                     sq[i, d] = vec[i, d] * vec[i, d]
                 T.reduce_sum(sq, nrm, dim=1)
                 for i, d in T.Parallel(2, K):
                     qk_s[i, d] = vec[i, d] * _math.rsqrt(nrm[i] + 1e-6, fast) * T.if_then_else(i == 0, scale, 1.0)
                 for d in T.Parallel(K):
                     dec_s[d] = _math.exp2(lower_bound * _math.LOG2E * _math.sigmoid(
-                        a_h * (graw[d] + dt_bias[hv, d]), fast), fast)
-                vb[1] = _math.sigmoid(vb[1], fast)
+                        a_h * (T.Cast(accum, tok(g, n, s, hv, d)) + dt_bias[hv, d]), fast), fast)
 
                 part[0] = 0.0
                 for i in T.unroll(CPT):
@@ -144,9 +133,6 @@ def build_decode(cfg: DecodeConfig):
                         o[n, s, hv, row] = T.Cast(cfg.in_dtype, T.if_then_else(live, part[1], 0.0))
                     else:
                         o[n, hv, row] = T.Cast(cfg.in_dtype, T.if_then_else(live, part[1], 0.0))
-                if cfg.token_axis:
-                    if s + 1 < S:
-                        stage(q, k, v, g, beta, vec, graw, vb, n, s + 1, h, hv, row)
 
             if live:
                 for m in T.unroll(NVEC):
