@@ -20,6 +20,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh final5  # stage and host times, matrix subset, GVA bench
 #   source .devbundle/activate.sh && bash bench/device_round.sh decode_api  # decode through the API, bench, ncu (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh final6  # decode build, GPU tests, bench (~4 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh small_n  # one-token decode variants at N <= 64 (~2 min)
 #   (round6a..round6d: session 6's first two rounds, each in two calls on one warm machine)
 set -uo pipefail
 mode=${1:-tests}
@@ -100,6 +101,11 @@ case "$mode" in
     grep -E "^\| H" "$OUT/bench.log" | tail -4
     timeout 240 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py -k 77 -rA \
       > "$OUT/pytest_integration_gva.log" 2>&1; grep -E "PASSED|FAILED|passed|failed" "$OUT/pytest_integration_gva.log" | tail -4 ;;
+  small_n)
+    # one-token decode variants at N = 1, 8, 64 through TileLang's JIT (no build): narrower value
+    # blocks for few sequences
+    timeout 200 python bench/decode_round.py sweep_small_n > "$OUT/decode_small_n.log" 2>&1
+    grep -v -E '^\{|INFO' "$OUT/decode_small_n.log" | tail -11 ;;
   final6)
     # session 6, last round: decode with token 0's inputs staged before the pool row (N = 1
     # latency): build, GPU tests, bench/decode.py; then the K1/K2 host rows (stage_times)
