@@ -141,10 +141,7 @@ def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, sca
         return _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
                              cu_seqlens, fast_math, out, final_state_out)
     try:  # the steady-state path: ~1 us of Python before the one call into the entry
-        vs = v.shape
-        narrow = (vs[0] if cu_seqlens is None else len(cu_seqlens) - 1) * vs[2] < _NARROW_ROWS
-        fn = _ENTRIES[cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
-                      output_final_state, narrow]
+        fn = _ENTRIES[_dispatch_key(v, cu_seqlens, initial_state, output_final_state, fast_math)]
     except (KeyError, AttributeError, IndexError, TypeError):
         fn = _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
     try:
@@ -153,6 +150,16 @@ def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, sca
         _device_types(q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu_seqlens,
                       initial_state=initial_state)
         raise
+
+
+def _dispatch_key(v, cu_seqlens, initial_state, output_final_state, fast_math):
+    """The key of _ENTRIES and _RAW: what selects the (K1, K2) pair, with K2's narrow value block
+    below _NARROW_ROWS (sequences x value heads). Raises on malformed inputs (the callers then
+    take the checked path)."""
+    vs = v.shape
+    narrow = (vs[0] if cu_seqlens is None else len(cu_seqlens) - 1) * vs[2] < _NARROW_ROWS
+    return (cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
+            output_final_state, narrow)
 
 
 _TENSOR_ARGS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")
@@ -170,11 +177,7 @@ def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_
             if t is not None and not isinstance(t, torch.Tensor):
                 raise TypeError(f"{name}: expected a torch.Tensor or None, got {type(t).__name__}")
     try:
-        vs = v.shape
-        narrow = (vs[0] if cu_seqlens is None else len(cu_seqlens) - 1) * vs[2] < _NARROW_ROWS
-        key = (cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
-               output_final_state, narrow)
-        raw, flags = _RAW[key]
+        raw, flags = _RAW[_dispatch_key(v, cu_seqlens, initial_state, output_final_state, fast_math)]
     except (KeyError, AttributeError, IndexError, TypeError):
         _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
         raw, flags = _raw_for(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
