@@ -62,10 +62,13 @@ def _indices(state_indices):
     return state_indices
 
 
-def _caller_names(e: Exception, out_given: bool) -> Exception:
-    """The entry's message in the caller's terms: its output o is `out`."""
+def _caller_error(e: Exception, q, k, v, g, beta, out) -> Exception:
+    """The entry's argument error in the caller's terms: a one-token call's wrong rank as the
+    one-token rule (raised here), and the entry's output o as `out`."""
+    if _one_token(q):
+        _one_token_ranks(k, v, g, beta, out)
     msg = str(e)
-    if out_given and (msg.startswith("o: ") or msg.startswith("o.")):
+    if out is not None and (msg.startswith("o: ") or msg.startswith("o.")):
         return type(e)("out" + msg[1:])
     return e
 
@@ -115,9 +118,8 @@ def kda_decode(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None
     _check_flags(fast_math, validate)
     if torch.is_grad_enabled() and _may_require_grad(q, k, v, g, beta, A_log, dt_bias, state_pool):
         _no_grad_inputs(_TENSOR_ARGS, (q, k, v, g, beta, A_log, dt_bias, state_pool), "kda_decode has no backward")
-    one = _one_token(q)
     state_indices = _indices(state_indices)
-    entry = _entry(state_pool, fast_math, not one)
+    entry = _entry(state_pool, fast_math, not _one_token(q))
     args = (q, k, v, g, beta, A_log, dt_bias, state_pool, state_indices, lower_bound, scale)
     try:
         if out is None and validate == "fast":
@@ -125,9 +127,7 @@ def kda_decode(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None
         entry(*args, o=out, validate=validate)
         return out
     except (TypeError, ValueError) as e:
-        if one:
-            _one_token_ranks(k, v, g, beta, out)
-        raise _caller_names(e, out is not None) from None
+        raise _caller_error(e, q, k, v, g, beta, out) from None
     except RuntimeError:
         _device_types(q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias, state_pool=state_pool,
                       state_indices=state_indices, out=out)
@@ -141,17 +141,14 @@ def check_decode_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, s
     the device type the tensors must share (default cuda), so the rules run on CPU tensors.
     Returns the shape variables and scalars the entry read."""
     _check_flags(fast_math, validate)
-    one = _one_token(q)
     state_indices = _indices(state_indices)
     kw = _expect_device(device)
-    entry = _gated_entry(_build_for(state_pool, fast_math, not one))
+    entry = _entry(state_pool, fast_math, not _one_token(q))
     try:
         return entry.validate_only(q, k, v, g, beta, A_log, dt_bias, state_pool, state_indices, lower_bound, scale,
                                    o=out, validate=validate, **kw)
     except (TypeError, ValueError) as e:
-        if one:
-            _one_token_ranks(k, v, g, beta, out)
-        raise _caller_names(e, out is not None) from None
+        raise _caller_error(e, q, k, v, g, beta, out) from None
 
 
 __all__ = ["kda_decode", "check_decode_inputs", "select_build"]
