@@ -599,20 +599,8 @@ void poison(void* ptr, int64_t numel, DLDataType dt, bool dry, CUstream stream) 
   }
 }
 
-void read_cu_seqlens(const DLTensor* cu, int64_t n, std::vector<int64_t>* out, CUstream stream) {
-  out->resize(n);
-  if (cu->device.device_type == kDLCPU) {
-    std::memcpy(out->data(), data_ptr(cu), n * sizeof(int64_t));
-    return;
-  }
-  Driver* d = driver();
-  check_cu(d->cuMemcpyDtoHAsync(out->data(), reinterpret_cast<uint64_t>(data_ptr(cu)), n * sizeof(int64_t), stream),
-           "cuMemcpyDtoHAsync(cu_seqlens)");
-  check_cu(d->cuStreamSynchronize(stream), "cuStreamSynchronize");
-}
-
-// validate="full" for a state pool: every index is -1 or a row in [0, P), and no row is used twice.
-void read_state_indices(const DLTensor* t, int64_t n, std::vector<int64_t>* out, CUstream stream) {
+// validate="full": the n int64 entries of an index tensor (cu_seqlens, state_indices) on the host.
+void read_int64s(const DLTensor* t, int64_t n, std::vector<int64_t>* out, CUstream stream, const char* copy_name) {
   out->resize(n);
   if (n == 0) return;
   if (t->device.device_type == kDLCPU) {
@@ -621,10 +609,11 @@ void read_state_indices(const DLTensor* t, int64_t n, std::vector<int64_t>* out,
   }
   Driver* d = driver();
   check_cu(d->cuMemcpyDtoHAsync(out->data(), reinterpret_cast<uint64_t>(data_ptr(t)), n * sizeof(int64_t), stream),
-           "cuMemcpyDtoHAsync(state_indices)");
+           copy_name);
   check_cu(d->cuStreamSynchronize(stream), "cuStreamSynchronize");
 }
 
+// A state pool: every index is -1 or a row in [0, P), and no row is used twice.
 void check_state_indices(const std::vector<int64_t>& idx, int64_t P) {
   std::vector<int64_t> owner(static_cast<size_t>(P), -1);
   for (size_t i = 0; i < idx.size(); ++i) {
@@ -773,11 +762,11 @@ def generate(spec: EntrySpec) -> str:
     def render_contents(full, ref):
         if contents is None:
             return
-        read, check = (("read_cu_seqlens", "check_cu_contents") if contents.arg == "cu_seqlens"
-                       else ("read_state_indices", "check_state_indices"))
+        check = "check_cu_contents" if contents.arg == "cu_seqlens" else "check_state_indices"
         L.append(f"  if ({full}) {{")
         L.append("    std::vector<int64_t> c;")
-        L.append(f"    {read}(E->t_{contents.arg}, {ref(contents.length)}, &c, stream);")
+        L.append(f"    read_int64s(E->t_{contents.arg}, {ref(contents.length)}, &c, stream, "
+                 f"{_lit('cuMemcpyDtoHAsync(' + contents.arg + ')')});")
         L.append(f"    {check}(c, {ref(contents.bound)});")
         L.append("  }")
     render_contents("full", _v)
