@@ -53,7 +53,7 @@ def test_released_decode_builds():
         "kda_decode_f32_bv32", "kda_decode_f32_bv32_1t", "kda_decode_f32_bv32_1t_fast", "kda_decode_f32_bv32_fast"]
     one = [b for b in dec if not b.config.token_axis]
     assert all(hc.entry_spec(b).contract is hc.spec.DECODE_ONE_TOKEN for b in one)
-    assert [p.shape.__len__() for p in hc.entry_spec(one[0]).inputs[:5]] == [3, 3, 3, 3, 2]
+    assert [len(p.shape) for p in hc.entry_spec(one[0]).inputs[:5]] == [3, 3, 3, 3, 2]
     assert registry.FACTORIES["decode"] == "kda_kernels.decode:build_decode"
     assert all(b.config.distinct() == ("state_indices",) for b in dec)
     assert [bs for bs in hc.released_entries() if len(bs) == 1] == [(b,) for b in dec]

@@ -32,49 +32,37 @@ def pool_halved():
     return pool_halved
 
 
-def _clamped(i, P):
-    return T.max(T.min(i, T.Cast("int64", P) - 1), T.int64(0))
-
-
-def pool_clamped():
-    """kda_decode's form: the row index clamped into the pool, read and written only when live."""
+def _clamped_pool(name, guarded_read):
+    """kda_decode's form: the row index clamped into the pool, written only when live; read only
+    when live too, or (the bug) always: a padded entry (-1, clamped to row 0) then reads row 0
+    while the live entry that owns row 0 writes it. The value is never used, but the read races."""
     N, P = T.dynamic("N"), T.dynamic("P")
 
     @T.prim_func
-    def pool_clamped(X: T.Tensor((N, W), "float32"), idx: T.Tensor((N,), "int64"),
-                     pool: T.Tensor((P, W), "float32")):
+    def kern(X: T.Tensor((N, W), "float32"), idx: T.Tensor((N,), "int64"), pool: T.Tensor((P, W), "float32")):
         with T.Kernel(N, threads=W) as n:
             tx = T.get_thread_binding()
             acc = T.alloc_local((1,), "float32")
             live = idx[n] >= 0 and idx[n] < T.Cast("int64", P)
-            r = _clamped(idx[n], P)
+            r = T.max(T.min(idx[n], T.Cast("int64", P) - 1), T.int64(0))
             acc[0] = 0.0
-            if live:
+            if guarded_read:
+                if live:
+                    acc[0] = pool[r, tx]
+            else:
                 acc[0] = pool[r, tx]
             acc[0] = acc[0] * 0.5 + X[n, tx]
             if live:
                 pool[r, tx] = acc[0]
-    return pool_clamped
+    return kern.with_attr("global_symbol", name)
+
+
+def pool_clamped():
+    return _clamped_pool("pool_clamped", True)
 
 
 def pool_clamped_pad_reads():
-    """The same with the read unguarded: a padded entry (-1, clamped to row 0) reads row 0 while
-    the live entry that owns row 0 writes it. The value is never used, but the read races."""
-    N, P = T.dynamic("N"), T.dynamic("P")
-
-    @T.prim_func
-    def pool_clamped_pad_reads(X: T.Tensor((N, W), "float32"), idx: T.Tensor((N,), "int64"),
-                               pool: T.Tensor((P, W), "float32")):
-        with T.Kernel(N, threads=W) as n:
-            tx = T.get_thread_binding()
-            acc = T.alloc_local((1,), "float32")
-            live = idx[n] >= 0 and idx[n] < T.Cast("int64", P)
-            r = _clamped(idx[n], P)
-            acc[0] = pool[r, tx]
-            acc[0] = acc[0] * 0.5 + X[n, tx]
-            if live:
-                pool[r, tx] = acc[0]
-    return pool_clamped_pad_reads
+    return _clamped_pool("pool_clamped_pad_reads", False)
 
 
 KERNELS = {f.__name__: f for f in (pool_update, pool_halved, pool_clamped, pool_clamped_pad_reads)}
