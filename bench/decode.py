@@ -18,9 +18,7 @@ Writes decode.json and decode.md to --out (default $OUT, else bench/results/); p
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -29,25 +27,14 @@ import torch  # noqa: E402
 
 import kda_tile  # noqa: E402
 from kda_kernels.reference import rel_err  # noqa: E402
+from host_overhead import SYNC_EVERY, time_calls  # noqa: E402  (bench/'s per-call host timer)
 
 H = HV = 32
 NS = (1, 8, 64, 256, 1024)
-SYNC_EVERY = 32
 
 
 def host_us(fn, iters=2000, warmup=200):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for i in range(iters):
-        t0 = time.perf_counter_ns()
-        fn()
-        ts.append(time.perf_counter_ns() - t0)
-        if i % SYNC_EVERY == SYNC_EVERY - 1:
-            torch.cuda.synchronize()
-    torch.cuda.synchronize()
-    return statistics.median(ts) / 1e3
+    return time_calls(fn, iters, warmup)["median_us"]
 
 
 def cudnn_decode():
