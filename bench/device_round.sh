@@ -69,6 +69,70 @@ case "$mode" in
       > "$OUT/pytest_varlen.log" 2>&1; grep -E "passed|failed|FAILED|Error" "$OUT/pytest_varlen.log" | tail -12
     timeout 150 python bench/manyseq.py sweep --out "$OUT" --timeout 20 > "$OUT/manyseq.log" 2>&1
     grep -v '^{' "$OUT/manyseq.log" | tail -10 ;;
+  round6c)
+    # session 6, round 2, part A: host overhead first on a quiet machine (load printed), then the
+    # decode kernel variants through TileLang's JIT (bench/decode_round.py sweep)
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED" | tail -3
+    uptime; ps -eo pcpu,comm --sort=-pcpu | head -4
+    timeout 150 python bench/host_overhead.py --iters 2000 --warmup 200 > "$OUT/host.log" 2>&1
+    grep -E "kda_prefill|entry: raw, graph|floor: (torch.empty|TVM-FFI nop, the)" "$OUT/host.log" | grep -v '^{' | tail -14
+    timeout 330 python bench/decode_round.py sweep > "$OUT/decode_sweep.log" 2>&1
+    grep -v -E '^\{|INFO' "$OUT/decode_sweep.log" | tail -18 ;;
+  round6d)
+    # part B: the GVA row against the peers and fla's GVA call through the backend (fresh Triton
+    # caches compile for minutes: generous limits)
+    timeout 60 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
+    BENCH_NO_HOST=1 timeout 300 python -u bench/bench_peers.py --out "$OUT" --only "HV64" > "$OUT/bench.log" 2>&1
+    grep -E "^\| H" "$OUT/bench.log" | tail -4
+    timeout 240 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py -k 77 -rA \
+      > "$OUT/pytest_integration_gva.log" 2>&1; grep -E "PASSED|FAILED|passed|failed" "$OUT/pytest_integration_gva.log" | tail -4 ;;
+  small_n)
+    # one-token decode variants at N = 1, 8, 64 through TileLang's JIT (no build): narrower value
+    # blocks for few sequences
+    timeout 200 python bench/decode_round.py sweep_small_n > "$OUT/decode_small_n.log" 2>&1
+    grep -v -E '^\{|INFO' "$OUT/decode_small_n.log" | tail -11 ;;
+  final6)
+    # session 6, last round: decode with token 0's inputs staged before the pool row (N = 1
+    # latency): build, GPU tests, bench/decode.py; then the K1/K2 host rows (stage_times)
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 100 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
+    tail -2 "$OUT/decode_gpu_tests.log"
+    timeout 150 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
+    grep -v '^{' "$OUT/decode_bench.log" | tail -13 ;;
+  decode_api)
+    # session 6, round 3: the rewritten decode kernel (and its one-token builds) through the API:
+    # build, GPU tests, bench/decode.py, then ncu counters of one launch per pool dtype
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 110 python bench/host_overhead.py --iters 1000 --warmup 100 > "$OUT/host.log" 2>&1
+    grep -E "^- kda_prefill|inference_mode|floor: torch.empty" "$OUT/host.log" | tail -9
+    timeout 120 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
+    tail -3 "$OUT/decode_gpu_tests.log"
+    timeout 180 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
+    grep -v '^{' "$OUT/decode_bench.log" | tail -14
+    timeout 90 ncu --clock-control none -k regex:kda_decode --csv --section SpeedOfLight --section Occupancy \
+      --section LaunchStats --section MemoryWorkloadAnalysis python bench/decode_round.py ncu > "$OUT/decode_ncu.csv" 2> "$OUT/decode_ncu.err"
+    tail -2 "$OUT/decode_ncu.err"; grep -E "DRAM Throughput|Achieved Occupancy|Registers Per|Duration\"" "$OUT/decode_ncu.csv" | cut -c1-220 | tail -8 ;;
+  round6a)
+    # session 6, round 1 (branch round6 = main + k1-hoist + decode-host), part A: K1 hoisting's
+    # stage times, out= host time, matrix subset, the GVA bench row, fla's GVA call
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -9
+    timeout 90 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      -k "gva or many_sequences or fast_math or (test_varlen and 96) or (test_fixed and 96 and 8192)" \
+      > "$OUT/pytest_gpu_subset.log" 2>&1; grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu_subset.log" | tail -6
+    BENCH_NO_HOST=1 timeout 120 python bench/bench_peers.py --out "$OUT" --only "HV64,H96 1x8192" > "$OUT/bench.log" 2>&1
+    grep -E "^\| H" "$OUT/bench.log" | tail -4
+    timeout 90 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py -k 77 -rA \
+      > "$OUT/pytest_integration_gva.log" 2>&1; grep -E "PASSED|FAILED|passed|failed" "$OUT/pytest_integration_gva.log" | tail -4 ;;
+  round6b)
+    # part B (same warm machine, kernels built by part A): host overhead rows incl. out=, then decode
+    timeout 60 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED|NOT VERIFIED" | tail -3
+    timeout 170 python bench/host_overhead.py --iters 1500 --warmup 100 > "$OUT/host.log" 2>&1
+    grep -E "kda_prefill|entry: raw, graph|floor: torch.empty" "$OUT/host.log" | grep -v '^{' | tail -14
+    timeout 120 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
+    tail -3 "$OUT/decode_gpu_tests.log"
+    timeout 170 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
+    grep -v '^{' "$OUT/decode_bench.log" | tail -14 ;;
   gva)
     # after K1/K2 gained GVA (every released build's IR changed): the whole GPU matrix with its GVA
     # rows, fla's chunk_kda with GVA through the backend, and the GVA shape plus the headline shape
