@@ -20,6 +20,9 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh decode_api  # decode through the API, bench, ncu (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh final6  # decode build, GPU tests, bench (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh small_n  # one-token decode variants at N <= 64 (~2 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh k1      # K1 variants through TileLang's JIT, ncu (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round7a # build, stage times, full GPU matrix (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round7b # bench_peers.py, every shape and peer (~9 min)
 #   (round6a..round6d: session 6's first two rounds, each in two calls on one warm machine)
 set -uo pipefail
 mode=${1:-tests}
@@ -180,6 +183,18 @@ case "$mode" in
     JOBS=14 timeout 150 python bench/prewarm.py 2>&1 | grep -E "prewarm" | tee "$OUT/prewarm.log"
     timeout 200 python -m pytest -m gpu -q -p no:cacheprovider tests/test_host_codegen_gpu.py > "$OUT/pytest_host_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_host_gpu.log" | tail -25 ;;
+  round7a)
+    # session 7: the released K1 rewritten (column pass, forward substitution, 64 registers):
+    # stage times, then the whole GPU correctness matrix
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -9
+    timeout 330 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
+      > "$OUT/pytest_gpu.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -12 ;;
+  round7b)
+    timeout 60 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
+    BENCH_NO_HOST=1 timeout 530 python -u bench/bench_peers.py --out "$OUT" > "$OUT/bench.log" 2>&1
+    grep -E "^\| |geomean|peak" "$OUT/bench.log" | tail -16 ;;
   matrix)
     JOBS=14 timeout 150 python bench/prewarm.py 2>&1 | grep -E "prewarm" | tee "$OUT/prewarm.log"
     timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
@@ -203,6 +218,16 @@ case "$mode" in
     timeout 330 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
       > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -25 ;;
+  k1)
+    # K1 variants (bench/k1_round.py): each checked end to end against float64 with the released
+    # K2, then timed at H96 1x8192, H8 1x65536, H32 2048x64; ncu on the released K1
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 420 python bench/k1_round.py ${K1_VARIANTS:-} > "$OUT/k1_round.log" 2>&1
+    grep -v -E '^\{|INFO|^compiled' "$OUT/k1_round.log" | tail -18
+    timeout 120 ncu --clock-control none --profile-from-start off --csv --section SpeedOfLight --section Occupancy \
+      --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+      python bench/k1_round.py ncu ${K1_NCU:-2,128,8} \
+      > "$OUT/k1_ncu.csv" 2> "$OUT/k1_ncu.err"; tail -2 "$OUT/k1_ncu.err"; wc -l < "$OUT/k1_ncu.csv" ;;
   bench)
     timeout 540 python bench/bench_peers.py --out "$OUT" > "$OUT/bench.log" 2>&1; tail -30 "$OUT/bench.log"
     timeout 120 python bench/host_overhead.py > "$OUT/host.log" 2>&1; tail -25 "$OUT/host.log"

@@ -19,10 +19,12 @@ class K1Config:
     varlen: bool = False
     fast_math: bool = False
     head_dim: int = 128
-    # 2 chunks (32 rows) keep shared memory near 50 KB, so four programs share an SM:
-    # 1.10 ms against 1.87 ms for 4 chunks at H96 1x8192 (bench/results/2026-11-29-variants.json).
+    # 2 chunks (32 rows) of 128 threads with at most 64 registers a thread (__launch_bounds__(128, 8)):
+    # 25 KB of shared memory, 8 programs and 50% occupancy an SM; 0.82 ms at H96 1x8192 against
+    # 0.85-1.17 for the other layouts measured (bench/NOTES.md, session 7).
     chunks_per_cta: int = 2
     threads: int = 128
+    min_blocks: int = 8   # programs per SM the register budget must allow; 0: no bound
     in_dtype: str = "bfloat16"
     # Operand dtypes of K2's products. Every value stored in them is bounded by 1 in
     # magnitude (decays <= 1, unit-norm k, |A| <= 1), so fp16's extra mantissa bits are free.
@@ -118,7 +120,10 @@ class DecodeConfig:
     bank_conflict_budget: int = 4
     max_tokens: int = 8
     token_axis: bool = True         # token inputs [N, S, ...]; False: [N, ...], one token
-    min_blocks: int = 8             # programs per SM the register budget must allow (__launch_bounds__)
+    min_blocks: int = 8             # accurate math as single MUFU operations: sigmoid = rcp(1 + ex2(-x log2 e)), 2^x = ex2.approx
+    # (relative errors ~2^-22); False: expf, IEEE division, exp2f
+    mufu: bool = False
+    # programs per SM the register budget must allow (__launch_bounds__)
 
     @property
     def name(self) -> str:

@@ -6,7 +6,7 @@ tokens it computes, with G the per-channel cumulative base-2 log-decay inside th
 
     kd = k 2^G        qd = scale q 2^G        kr = k 2^(G_C - G)       gC = 2^G_C
     L  = strictly_lower(kd ki^T) * beta_row,   ki = k 2^-G
-    A  = (I + L)^-1 = (I - L)(I + L^2)(I + L^4)(I + L^8)
+    A  = (I + L)^-1                             (forward substitution in fp32)
     Ab = A diag(beta)                           (so K2 needs no beta: U = Ab (v - kd S0))
     Mqk = lower_incl_diag(qd ki^T)
 
@@ -14,6 +14,12 @@ and writes them to the workspace read by K2. Chunk j of sequence n goes to slot
 b * ceil(T / 16) + j in a fixed batch and to slot bos_n // 16 + n + j in a varlen one, so
 that K2 finds a sequence's first slot in O(1) and K1 a slot's sequence by binary search.
 Slots that hold no chunk (at most one per sequence, plus the tail) write nothing.
+
+A thread owns one (chunk, channel) column at a time: it reads g from global memory, keeps the
+gate's cumsum G in registers and forms every output of its column there, so the gate needs no
+shared memory and the per-element work no barrier. Accurate math is one MUFU operation each
+(ex2.approx, rcp.approx; relative errors ~2^-22). Variants measured on the H200 are in
+bench/NOTES.md (session 7).
 """
 
 import tilelang.language as T
@@ -47,8 +53,6 @@ def build_k1(cfg: K1Config):
 
             q_s = T.alloc_shared((R, K), cfg.in_dtype)
             k_s = T.alloc_shared((R, K), cfg.in_dtype)
-            g_s = T.alloc_shared((R, K), cfg.in_dtype)
-            G_s = T.alloc_shared((R, K), accum)
             beta_s = T.alloc_shared((R,), accum)
             rq_s = T.alloc_shared((R,), accum)
             rk_s = T.alloc_shared((R,), accum)
@@ -56,17 +60,15 @@ def build_k1(cfg: K1Config):
             ki_s = T.alloc_shared((R, K), cfg.in_dtype)
             L_s = T.alloc_shared((R, C), accum)
             M_s = T.alloc_shared((R, C), accum)
-            P_s = T.alloc_shared((R, C), accum)
-            X_s = T.alloc_shared((R, C), accum)
-            Y_s = T.alloc_shared((R, C), accum)
 
             sq = T.alloc_fragment((R, K), accum)
             nrm = T.alloc_fragment((R,), accum)
             Lf = T.alloc_fragment((R, R), accum)
             Mf = T.alloc_fragment((R, R), accum)
 
-            if fast:
-                T.import_source(_math.FAST_SOURCE)
+            if cfg.min_blocks:
+                T.annotate_min_blocks_per_sm(cfg.min_blocks)
+            T.import_source(_math.ACCURATE_SOURCE + (_math.FAST_SOURCE if fast else ""))
             # GVA: value head hv reads q and k of head h, held in a register: inlined, the int64
             # divisions would run once per element loaded.
             h = T.alloc_var("int32", init=_math.gva_head(hv, H, HV))
@@ -116,28 +118,12 @@ def build_k1(cfg: K1Config):
                 valid = r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
                 q_s[r, d] = T.if_then_else(valid, q[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
                 k_s[r, d] = T.if_then_else(valid, k[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
-                g_s[r, d] = T.if_then_else(valid, g[slot_b[c], t, hv, d], T.Cast(cfg.in_dtype, 0))
             for r in T.Parallel(R):
                 c = r // C
                 valid = (r % C < slot_len[c] and slot_t0[c] + r % C >= 0 and slot_t0[c] + r % C < Tn
                          and slot_b[c] >= 0 and slot_b[c] < B)
                 beta_s[r] = T.if_then_else(
-                    valid, _math.sigmoid(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, hv]), fast), 0.0)
-
-            # Gate and its in-chunk cumsum, one (chunk, channel) column per thread, in registers.
-            for c, d in T.Parallel(CPB, K):
-                gcol = T.alloc_local((C,), accum)
-                a_h = _math.exp(A_log[hv], fast)
-                for i in T.unroll(C):
-                    gcol[i] = T.if_then_else(
-                        i < slot_len[c],
-                        lower_bound * _math.LOG2E * _math.sigmoid(
-                            a_h * (T.Cast(accum, g_s[c * C + i, d]) + dt_bias[hv, d]), fast),
-                        0.0)
-                for i in T.unroll(1, C):
-                    gcol[i] = gcol[i] + gcol[i - 1]
-                for i in T.unroll(C):
-                    G_s[c * C + i, d] = gcol[i]
+                    valid, _math.sigmoid_rcp(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, hv]), fast), 0.0)
 
             for r, d in T.Parallel(R, K):
                 sq[r, d] = T.Cast(accum, q_s[r, d]) * T.Cast(accum, q_s[r, d])
@@ -150,25 +136,41 @@ def build_k1(cfg: K1Config):
             for r in T.Parallel(R):
                 rk_s[r] = _math.rsqrt(nrm[r] + 1e-6, fast)
 
-            # kd, qd, kr go to the workspace from fp32; the bf16 operands of the L and Mqk
-            # products overwrite q_s and k_s in place (each element read, then written, by one thread).
-            for r, d in T.Parallel(R, K):
-                c = r // C
-                Gr = G_s[r, d]
-                kn = T.Cast(accum, k_s[r, d]) * rk_s[r]
-                qn = T.Cast(accum, q_s[r, d]) * rq_s[r]
-                e_pos = _math.exp2(Gr, fast)
-                if slot_len[c] > 0 and bc * CPB + c < NC:
-                    row = (bc * CPB + c) * C + r % C
-                    kd[hv, row, d] = T.Cast(cfg.ws_dtype, kn * e_pos)
-                    qd[hv, row, d] = T.Cast(cfg.ws_dtype, qn * e_pos)
-                    kr[hv, row, d] = T.Cast(cfg.ws_dtype, kn * _math.exp2(G_s[c * C + C - 1, d] - Gr, fast))
-                ki_s[r, d] = T.Cast(cfg.in_dtype, kn * _math.exp2(-Gr, fast))
-                k_s[r, d] = T.Cast(cfg.in_dtype, kn * e_pos)
-                q_s[r, d] = T.Cast(cfg.in_dtype, qn * e_pos)
+            # One (chunk, channel) column per thread: g straight from global memory, the gate's
+            # cumsum G in registers, and every output of the column formed here.
             for c, d in T.Parallel(CPB, K):
-                if slot_len[c] > 0 and bc * CPB + c < NC:
-                    gC[hv, bc * CPB + c, d] = _math.exp2(G_s[c * C + C - 1, d], fast)
+                gcol = T.alloc_local((C,), accum)
+                kn = T.alloc_local((C,), accum)
+                qn = T.alloc_local((C,), accum)
+                a_h = _math.exp(A_log[hv], fast)
+                for i in T.unroll(C):
+                    t = slot_t0[c] + i
+                    valid = i < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
+                    gcol[i] = T.if_then_else(
+                        valid,
+                        lower_bound * _math.LOG2E * _math.sigmoid_rcp(
+                            a_h * (T.Cast(accum, g[slot_b[c], t, hv, d]) + dt_bias[hv, d]), fast),
+                        0.0)
+                # all reads of this column's q_s, k_s before its in-place writes, so that
+                # they need one barrier, not one per row
+                for i in T.unroll(C):
+                    kn[i] = T.Cast(accum, k_s[c * C + i, d]) * rk_s[c * C + i]
+                    qn[i] = T.Cast(accum, q_s[c * C + i, d]) * rq_s[c * C + i]
+                for i in T.unroll(1, C):
+                    gcol[i] = gcol[i] + gcol[i - 1]
+                live = slot_len[c] > 0 and bc * CPB + c < NC
+                for i in T.unroll(C):
+                    e_pos = _math.ex2(gcol[i], fast)
+                    if live:
+                        row = (bc * CPB + c) * C + i
+                        kd[hv, row, d] = T.Cast(cfg.ws_dtype, kn[i] * e_pos)
+                        qd[hv, row, d] = T.Cast(cfg.ws_dtype, qn[i] * e_pos)
+                        kr[hv, row, d] = T.Cast(cfg.ws_dtype, kn[i] * _math.ex2(gcol[C - 1] - gcol[i], fast))
+                    ki_s[c * C + i, d] = T.Cast(cfg.in_dtype, kn[i] * _math.ex2(-gcol[i], fast))
+                    k_s[c * C + i, d] = T.Cast(cfg.in_dtype, kn[i] * e_pos)
+                    q_s[c * C + i, d] = T.Cast(cfg.in_dtype, qn[i] * e_pos)
+                if live:
+                    gC[hv, bc * CPB + c, d] = _math.ex2(gcol[C - 1], fast)
 
             T.gemm(k_s, ki_s, Lf, transpose_B=True, clear_accum=True)
             T.gemm(q_s, ki_s, Mf, transpose_B=True, clear_accum=True)
@@ -183,30 +185,22 @@ def build_k1(cfg: K1Config):
                 if slot_len[c] > 0 and bc * CPB + c < NC:
                     Mqk[hv, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
 
-            # A = (I - L)(I + L^2)(I + L^4)(I + L^8), block-diagonal 16x16 products.
-            for r, j in T.Parallel(R, C):
-                X_s[r, j] = T.if_then_else(r % C == j, 1.0, 0.0) - L_s[r, j]
-                P_s[r, j] = L_s[r, j]
-            for _ in T.serial(3):
-                for r, j in T.Parallel(R, C):
-                    acc2 = T.alloc_var(accum, init=0.0)
-                    for m in T.serial(C):
-                        acc2 = acc2 + P_s[r, m] * P_s[(r // C) * C + m, j]
-                    Y_s[r, j] = acc2
-                for r, j in T.Parallel(R, C):
-                    P_s[r, j] = Y_s[r, j]
-                for r, j in T.Parallel(R, C):
-                    acc3 = T.alloc_var(accum, init=0.0)
-                    for m in T.serial(C):
-                        acc3 = acc3 + X_s[r, m] * P_s[(r // C) * C + m, j]
-                    Y_s[r, j] = X_s[r, j] + acc3
-                for r, j in T.Parallel(R, C):
-                    X_s[r, j] = Y_s[r, j]
-
-            for r, j in T.Parallel(R, C):
-                c = r // C
-                if slot_len[c] > 0 and bc * CPB + c < NC:
-                    Ab[hv, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, X_s[r, j] * beta_s[c * C + j])
+            # A = (I + L)^-1 by forward substitution, A[i, :] = e_i - sum_{m < i} L[i, m] A[m, :]:
+            # the thread of (chunk, column j) keeps column j of A in registers.
+            for c, j in T.Parallel(CPB, C):
+                acol = T.alloc_local((C,), accum)
+                for i in T.unroll(C):
+                    acol[i] = 0.0
+                for i in T.unroll(C):
+                    acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
+                    for m in T.unroll(C):
+                        if m < i:
+                            acc4 = acc4 - L_s[c * C + i, m] * acol[m]
+                    acol[i] = acc4
+                live = slot_len[c] > 0 and bc * CPB + c < NC
+                for i in T.unroll(C):
+                    if live:
+                        Ab[hv, (bc * CPB + c) * C + i, j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[c * C + j])
 
     if cfg.varlen:
         @T.prim_func

@@ -1,0 +1,208 @@
+"""K1 variants (kda_kernels/k1_prepare.py knobs) on the GPU, through TileLang's own JIT.
+
+    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast]
+
+For each variant, first correctness: its workspace feeds the released K2 build and o is checked
+against the float64 reference on fresh random inputs (fixed and varlen, with empty, one-token and
+tail sequences), every output poisoned with NaN first; then the workspace is compared with the
+released K1's on the timing shapes. Then K1 time (triton do_bench median) at H96 1x8192, H8
+1x65536 and H32 2048x64 (cu_seqlens), and the bytes K1 must move at 4.27 TB/s.
+One JSON row per variant and shape, a table last.
+"""
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from kda_kernels.configs import K1Config, K2Config  # noqa: E402
+from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
+
+TARGET = {"kind": "cuda", "arch": "sm_90a"}
+C = 16
+RELEASED = "2,128,8"
+DEFAULT = [RELEASED, "2,128,8,fast", "2,256,4", "1,64,16", "2,128,6"]
+_K = {}
+
+
+def k1_config(spec, varlen, fast=False):
+    cpb, th, mb, *rest = spec.split(",")
+    return K1Config(varlen=varlen, fast_math=fast or "fast" in rest, chunks_per_cta=int(cpb), threads=int(th),
+                    min_blocks=int(mb))
+
+
+def compiled(cfg):
+    if cfg not in _K:
+        import tilelang
+        if isinstance(cfg, K1Config):
+            from kda_kernels.k1_prepare import build_k1 as build
+        else:
+            from kda_kernels.k2_recurrence import build_k2 as build
+        _K[cfg] = tilelang.compile(build(cfg), target=TARGET, pass_configs=cfg.pass_configs())
+    return _K[cfg]
+
+
+def inputs(B, T, H, lens, seed):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    bf = torch.bfloat16
+    rn = lambda *s: torch.randn(*s, generator=gen, device="cuda")  # noqa: E731
+    d = dict(q=rn(B, T, H, 128).to(bf), k=rn(B, T, H, 128).to(bf), v=rn(B, T, H, 128).to(bf),
+             g=rn(B, T, H, 128).to(bf), beta=rn(B, T, H).to(bf),
+             A_log=torch.rand(H, generator=gen, device="cuda") * 2.77, dt_bias=0.1 * rn(H, 128))
+    d["cu"] = None if lens is None else torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int64,
+                                                     device="cuda")
+    return d
+
+
+def run_k1(spec, d, fast=False):
+    varlen = d["cu"] is not None
+    B, T, H, _ = d["q"].shape
+    NC = T // C + (d["cu"].numel() - 1) if varlen else B * ((T + C - 1) // C)
+    f16 = torch.float16
+    ws = dict(kd=torch.full((H, NC * C, 128), float("nan"), device="cuda", dtype=f16))
+    ws["qd"] = torch.full_like(ws["kd"], float("nan"))
+    ws["kr"] = torch.full_like(ws["kd"], float("nan"))
+    ws["Ab"] = torch.full((H, NC * C, C), float("nan"), device="cuda", dtype=f16)
+    ws["Mqk"] = torch.full_like(ws["Ab"], float("nan"))
+    ws["gC"] = torch.full((H, NC, 128), float("nan"), device="cuda")
+    args = [d["q"], d["k"], d["g"], d["beta"], d["A_log"], d["dt_bias"]] + ([d["cu"]] if varlen else [])
+    args += [-5.0, 128 ** -0.5] + [ws[n] for n in ("kd", "qd", "kr", "Ab", "Mqk", "gC")]
+    kern = compiled(k1_config(spec, varlen, fast))
+    return (lambda: kern(*args)), ws
+
+
+def run_k2(d, ws):
+    varlen = d["cu"] is not None
+    o = torch.full_like(d["v"], float("nan"))
+    kern = compiled(K2Config(varlen=varlen))
+    args = [d["v"]] + [ws[n] for n in ("kd", "qd", "kr", "Ab", "Mqk", "gC")] + ([d["cu"]] if varlen else []) + [o]
+    kern(*args)
+    return o
+
+
+CASES = [("fixed B=2 T=100 H=3", 2, 100, 3, None), ("fixed B=1 T=1 H=1", 1, 1, 1, None),
+         ("fixed B=1 T=1000 H=8", 1, 1000, 8, None),
+         ("varlen [1,0,16,1,33] H=4", 1, 51, 4, [1, 0, 16, 1, 33]),
+         ("varlen [1300,547,0,963,271] H=4", 1, 3081, 4, [1300, 547, 0, 963, 271]),
+         ("varlen 300x[0..40] H=2", 1, None, 2, "ragged")]
+
+
+def correctness(spec, fast=False):
+    worst = 0.0
+    for i, (label, B, T, H, lens) in enumerate(CASES):
+        if lens == "ragged":
+            g = torch.Generator().manual_seed(i)
+            lens = torch.randint(0, 41, (300,), generator=g).tolist()
+            T = sum(lens)
+        d = inputs(B, T, H, lens, seed=100 + i)
+        go, ws = run_k1(spec, d, fast)
+        go()
+        o = run_k2(d, ws)
+        torch.cuda.synchronize()
+        ref, _ = kda_recurrent(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"], dt_bias=d["dt_bias"],
+                               lower_bound=-5.0, cu_seqlens=d["cu"])
+        e = rel_err(o.double(), ref)
+        worst = max(worst, e) if e == e else float("nan")
+    return worst
+
+
+def same_workspace(a, b):
+    """max over the six outputs of max|a - b| / max|b| on the slots both wrote; NaN where only one wrote."""
+    worst = 0.0
+    for n in a:
+        x, y = a[n].float(), b[n].float()
+        if not torch.equal(torch.isnan(x), torch.isnan(y)):
+            return float("nan")
+        m = ~torch.isnan(y)
+        worst = max(worst, float((x[m] - y[m]).abs().max() / y[m].abs().max().clamp_min(1e-30)))
+    return worst
+
+
+SHAPES = [("H96 1x8192", 1, 8192, 96, None), ("H96 1x8192 cu", 1, 8192, 96, [8192]),
+          ("H8 1x65536 cu", 1, 65536, 8, [65536]), ("H32 2048x64 cu", 1, 131072, 32, [64] * 2048)]
+
+
+def _compile_one(key):
+    spec, varlen = key
+    cfg = K2Config(varlen=varlen) if spec == "k2" else k1_config(spec, varlen)
+    t0 = time.perf_counter()
+    try:
+        compiled(cfg)
+        return f"compiled {spec} varlen={varlen} in {time.perf_counter() - t0:.0f}s"
+    except Exception as e:
+        return f"COMPILE FAILED {spec} varlen={varlen}: {type(e).__name__}: {str(e)[-300:]}"
+
+
+def prewarm(specs):
+    """Compile every build in worker processes first (TileLang's disk cache serves the main one)."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    import os
+    keys = [(s, v) for s in specs + ["k2"] for v in (False, True)]
+    t0 = time.perf_counter()
+    with cf.ProcessPoolExecutor(min(len(keys), os.cpu_count() or 4), mp_context=mp.get_context("spawn")) as ex:
+        for msg in ex.map(_compile_one, keys):
+            print(msg, flush=True)
+    print(f"prewarm {time.perf_counter() - t0:.0f}s", flush=True)
+
+
+def ncu(spec):
+    """One K1 launch at H96 1x8192 (cu_seqlens) for ncu (--profile-from-start off)."""
+    d = inputs(1, 8192, 96, [8192], seed=7)
+    go, _ = run_k1(spec, d)
+    go()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStart()
+    go()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStop()
+
+
+def main():
+    from triton.testing import do_bench
+    if sys.argv[1:2] == ["ncu"]:
+        for spec in sys.argv[2:]:
+            ncu(spec)
+        return
+    specs = sys.argv[1:] or DEFAULT
+    if specs[0] != RELEASED:
+        specs = [RELEASED] + specs
+    prewarm(specs)
+    rows = []
+    base = {}
+    for spec in specs:
+        t0 = time.perf_counter()
+        try:
+            err = correctness(spec)
+        except Exception as e:  # a variant that does not compile or launch
+            print(json.dumps(dict(variant=spec, error=f"{type(e).__name__}: {str(e)[-300:]}")), flush=True)
+            continue
+        row = dict(variant=spec, err_o=err, ok=err <= 5e-3, check_s=round(time.perf_counter() - t0, 1))
+        for label, B, T, H, lens in SHAPES:
+            d = inputs(B, T, H, lens, seed=7)
+            go, ws = run_k1(spec, d)
+            go()
+            torch.cuda.synchronize()
+            if spec == RELEASED:
+                base[label] = {n: t.clone() for n, t in ws.items()}
+            row[f"diff {label}"] = same_workspace(ws, base[label]) if label in base else None
+            row[f"{label} ms"] = do_bench(go, warmup=10, rep=100, return_mode="median")
+            moved = sum(d[n].numel() * d[n].element_size() for n in ("q", "k", "g", "beta"))
+            moved += sum(t.numel() * t.element_size() for t in ws.values())
+            row[f"{label} floor ms"] = moved / 4.27e12 * 1e3
+            del ws, d
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print(f"{'variant':28s} {'err_o':>8s} " + " ".join(f"{s[0]:>16s}" for s in SHAPES))
+    for r in rows:
+        print(f"{r['variant']:28s} {r['err_o']:8.1e} " + " ".join(
+            f"{r[s[0] + ' ms']:7.3f} ({(r['diff ' + s[0]] or 0):5.0e})" for s in SHAPES))
+    print("floors (ms at 4.27 TB/s): " + " ".join(f"{s[0]} {rows[0][s[0] + ' floor ms']:.3f}" for s in SHAPES)
+          if rows else "no rows")
+
+
+if __name__ == "__main__":
+    main()
