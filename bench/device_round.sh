@@ -23,6 +23,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh k1      # K1 variants through TileLang's JIT, ncu (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round7a # build, stage times, full GPU matrix (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round7b # bench_peers.py, every shape and peer (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round7c # the two long bench shapes, issue 9's split table (~9 min)
 #   (round6a..round6d: session 6's first two rounds, each in two calls on one warm machine)
 set -uo pipefail
 mode=${1:-tests}
@@ -195,6 +196,12 @@ case "$mode" in
     timeout 60 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
     BENCH_NO_HOST=1 timeout 530 python -u bench/bench_peers.py --out "$OUT" > "$OUT/bench.log" 2>&1
     grep -E "^\| |geomean|peak" "$OUT/bench.log" | tail -16 ;;
+  round7c)
+    timeout 60 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
+    BENCH_NO_HOST=1 timeout 210 python -u bench/bench_peers.py --out "$OUT" --only "H32 1x32768,H8 1x65536" > "$OUT/bench.log" 2>&1
+    grep -E "^\| H" "$OUT/bench.log" | tail -4
+    timeout 270 python bench/scaling.py --out "$OUT" --only split > "$OUT/scaling.log" 2>&1
+    grep -v '^{' "$OUT/scaling.log" | tail -10 ;;
   matrix)
     JOBS=14 timeout 150 python bench/prewarm.py 2>&1 | grep -E "prewarm" | tee "$OUT/prewarm.log"
     timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
