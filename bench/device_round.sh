@@ -24,6 +24,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round7a # build, stage times, full GPU matrix (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round7b # bench_peers.py, every shape and peer (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round7c # the two long bench shapes, issue 9's split table (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round7d # K1 (staged g) and K2 (block widths) sweeps, no build (~4 min)
 #   (round6a..round6d: session 6's first two rounds, each in two calls on one warm machine)
 set -uo pipefail
 mode=${1:-tests}
@@ -202,6 +203,11 @@ case "$mode" in
     grep -E "^\| H" "$OUT/bench.log" | tail -4
     timeout 270 python bench/scaling.py --out "$OUT" --only split > "$OUT/scaling.log" 2>&1
     grep -v '^{' "$OUT/scaling.log" | tail -10 ;;
+  round7d)
+    timeout 150 python bench/k1_round.py > "$OUT/k1_round.log" 2>&1
+    grep -v -E '^\{|INFO|^compiled' "$OUT/k1_round.log" | tail -9
+    timeout 140 python bench/k2_round.py > "$OUT/k2_round.log" 2>&1
+    grep -v -E '^\{|INFO|^compiled' "$OUT/k2_round.log" | tail -10 ;;
   matrix)
     JOBS=14 timeout 150 python bench/prewarm.py 2>&1 | grep -E "prewarm" | tee "$OUT/prewarm.log"
     timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \

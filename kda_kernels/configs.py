@@ -25,6 +25,9 @@ class K1Config:
     chunks_per_cta: int = 2
     threads: int = 128
     min_blocks: int = 8   # programs per SM the register budget must allow; 0: no bound
+    # g through a shared tile loaded with the vectorized q, k loads (8 KB more), instead of
+    # 2-byte loads per thread in the column pass (measurement only so far)
+    stage_g: bool = False
     in_dtype: str = "bfloat16"
     # Operand dtypes of K2's products. Every value stored in them is bounded by 1 in
     # magnitude (decays <= 1, unit-norm k, |A| <= 1), so fp16's extra mantissa bits are free.

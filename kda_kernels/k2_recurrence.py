@@ -14,7 +14,7 @@ Columns of S evolve independently, so V splits across programs with no communica
 """
 import tilelang.language as T
 
-from . import _math
+from . import _math, _tir
 from .configs import CHUNK, K2Config  # noqa: F401  (re-exported)
 
 
@@ -127,47 +127,13 @@ def build_k2(cfg: K2Config):
     ht_t = T.Tensor((NS, HV, V, K), ht_dtype)
     cu_t = T.Tensor((N1,), "int64")
 
-    # One prim_func signature per specialization: optional tensors are absent, not null.
-    if cfg.varlen:
-        if cfg.initial_state is not None and cfg.final_state:
-            @T.prim_func
-            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
-                              gC: ws["gC"], cu_seqlens: cu_t, h0: h0_t, o: o_t, ht: ht_t):
-                _body(v, kd, qd, kr, Ab, Mqk, gC, cu_seqlens, h0, o, ht)
-        elif cfg.initial_state is not None:
-            @T.prim_func
-            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
-                              gC: ws["gC"], cu_seqlens: cu_t, h0: h0_t, o: o_t):
-                _body(v, kd, qd, kr, Ab, Mqk, gC, cu_seqlens, h0, o, None)
-        elif cfg.final_state:
-            @T.prim_func
-            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
-                              gC: ws["gC"], cu_seqlens: cu_t, o: o_t, ht: ht_t):
-                _body(v, kd, qd, kr, Ab, Mqk, gC, cu_seqlens, None, o, ht)
-        else:
-            @T.prim_func
-            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
-                              gC: ws["gC"], cu_seqlens: cu_t, o: o_t):
-                _body(v, kd, qd, kr, Ab, Mqk, gC, cu_seqlens, None, o, None)
-    else:
-        if cfg.initial_state is not None and cfg.final_state:
-            @T.prim_func
-            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
-                              gC: ws["gC"], h0: h0_t, o: o_t, ht: ht_t):
-                _body(v, kd, qd, kr, Ab, Mqk, gC, None, h0, o, ht)
-        elif cfg.initial_state is not None:
-            @T.prim_func
-            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
-                              gC: ws["gC"], h0: h0_t, o: o_t):
-                _body(v, kd, qd, kr, Ab, Mqk, gC, None, h0, o, None)
-        elif cfg.final_state:
-            @T.prim_func
-            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
-                              gC: ws["gC"], o: o_t, ht: ht_t):
-                _body(v, kd, qd, kr, Ab, Mqk, gC, None, None, o, ht)
-        else:
-            @T.prim_func
-            def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"],
-                              gC: ws["gC"], o: o_t):
-                _body(v, kd, qd, kr, Ab, Mqk, gC, None, None, o, None)
-    return k2_recurrence
+    # One signature with every optional tensor; the absent ones are dropped (not null), so that
+    # they stay out of the IR that `verify` and `host_codegen` read.
+    @T.prim_func
+    def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"], gC: ws["gC"],
+                      cu_seqlens: cu_t, h0: h0_t, o: o_t, ht: ht_t):
+        _body(v, kd, qd, kr, Ab, Mqk, gC, cu_seqlens, h0, o, ht)
+
+    absent = [name for name, present in (("cu_seqlens", cfg.varlen), ("h0", cfg.initial_state is not None),
+                                         ("ht", cfg.final_state)) if not present]
+    return _tir.drop_params(k2_recurrence, absent)
