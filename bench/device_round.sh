@@ -25,6 +25,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round7b # bench_peers.py, every shape and peer (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round7c # the two long bench shapes, issue 9's split table (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round7d # K1 (staged g) and K2 (block widths) sweeps, no build (~4 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round7e # build, GPU matrix, stage times (~4 min)
 #   (round6a..round6d: session 6's first two rounds, each in two calls on one warm machine)
 set -uo pipefail
 mode=${1:-tests}
@@ -208,6 +209,13 @@ case "$mode" in
     grep -v -E '^\{|INFO|^compiled' "$OUT/k1_round.log" | tail -9
     timeout 140 python bench/k2_round.py > "$OUT/k2_round.log" 2>&1
     grep -v -E '^\{|INFO|^compiled' "$OUT/k2_round.log" | tail -10 ;;
+  round7e)
+    # session 7's last round: K1 with g staged in shared memory (6 programs an SM) released
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
+      > "$OUT/pytest_gpu.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -8
+    timeout 45 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -7 ;;
   matrix)
     JOBS=14 timeout 150 python bench/prewarm.py 2>&1 | grep -E "prewarm" | tee "$OUT/prewarm.log"
     timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
@@ -239,7 +247,7 @@ case "$mode" in
     grep -v -E '^\{|INFO|^compiled' "$OUT/k1_round.log" | tail -18
     timeout 120 ncu --clock-control none --profile-from-start off --csv --section SpeedOfLight --section Occupancy \
       --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
-      python bench/k1_round.py ncu ${K1_NCU:-2,128,8} \
+      python bench/k1_round.py ncu ${K1_NCU:-2,128,6} \
       > "$OUT/k1_ncu.csv" 2> "$OUT/k1_ncu.err"; tail -2 "$OUT/k1_ncu.err"; wc -l < "$OUT/k1_ncu.csv" ;;
   bench)
     timeout 540 python bench/bench_peers.py --out "$OUT" > "$OUT/bench.log" 2>&1; tail -30 "$OUT/bench.log"

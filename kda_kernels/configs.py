@@ -19,15 +19,12 @@ class K1Config:
     varlen: bool = False
     fast_math: bool = False
     head_dim: int = 128
-    # 2 chunks (32 rows) of 128 threads with at most 64 registers a thread (__launch_bounds__(128, 8)):
-    # 25 KB of shared memory, 8 programs and 50% occupancy an SM; 0.82 ms at H96 1x8192 against
-    # 0.85-1.17 for the other layouts measured (bench/NOTES.md, session 7).
+    # 2 chunks (32 rows) of 128 threads with at most 85 registers a thread (__launch_bounds__(128, 6)):
+    # 33 KB of shared memory, 6 programs and 37.5% occupancy an SM; 0.65 ms at H96 1x8192 against
+    # 0.67-1.17 for the other layouts measured (bench/NOTES.md, session 7).
     chunks_per_cta: int = 2
     threads: int = 128
-    min_blocks: int = 8   # programs per SM the register budget must allow; 0: no bound
-    # g through a shared tile loaded with the vectorized q, k loads (8 KB more), instead of
-    # 2-byte loads per thread in the column pass (measurement only so far)
-    stage_g: bool = False
+    min_blocks: int = 6   # programs per SM the register budget must allow; 0: no bound
     in_dtype: str = "bfloat16"
     # Operand dtypes of K2's products. Every value stored in them is bounded by 1 in
     # magnitude (decays <= 1, unit-norm k, |A| <= 1), so fp16's extra mantissa bits are free.

@@ -15,9 +15,9 @@ b * ceil(T / 16) + j in a fixed batch and to slot bos_n // 16 + n + j in a varle
 that K2 finds a sequence's first slot in O(1) and K1 a slot's sequence by binary search.
 Slots that hold no chunk (at most one per sequence, plus the tail) write nothing.
 
-A thread owns one (chunk, channel) column at a time: it reads g from global memory, keeps the
-gate's cumsum G in registers and forms every output of its column there, so the gate needs no
-shared memory and the per-element work no barrier. Accurate math is one MUFU operation each
+q, k and g are staged in shared memory by vectorized loads. Then a thread owns one (chunk,
+channel) column at a time: it keeps the gate's cumsum G in registers and forms every output of
+its column there, so the per-element work needs no barrier. Accurate math is one MUFU operation each
 (ex2.approx, rcp.approx; relative errors ~2^-22). Variants measured on the H200 are in
 bench/NOTES.md (session 7).
 """
@@ -53,8 +53,7 @@ def build_k1(cfg: K1Config):
 
             q_s = T.alloc_shared((R, K), cfg.in_dtype)
             k_s = T.alloc_shared((R, K), cfg.in_dtype)
-            if cfg.stage_g:
-                g_s = T.alloc_shared((R, K), cfg.in_dtype)
+            g_s = T.alloc_shared((R, K), cfg.in_dtype)
             beta_s = T.alloc_shared((R,), accum)
             rq_s = T.alloc_shared((R,), accum)
             rk_s = T.alloc_shared((R,), accum)
@@ -120,8 +119,7 @@ def build_k1(cfg: K1Config):
                 valid = r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
                 q_s[r, d] = T.if_then_else(valid, q[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
                 k_s[r, d] = T.if_then_else(valid, k[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
-                if cfg.stage_g:
-                    g_s[r, d] = T.if_then_else(valid, g[slot_b[c], t, hv, d], T.Cast(cfg.in_dtype, 0))
+                g_s[r, d] = T.if_then_else(valid, g[slot_b[c], t, hv, d], T.Cast(cfg.in_dtype, 0))
             for r in T.Parallel(R):
                 c = r // C
                 valid = (r % C < slot_len[c] and slot_t0[c] + r % C >= 0 and slot_t0[c] + r % C < Tn
@@ -140,28 +138,19 @@ def build_k1(cfg: K1Config):
             for r in T.Parallel(R):
                 rk_s[r] = _math.rsqrt(nrm[r] + 1e-6, fast)
 
-            # One (chunk, channel) column per thread: g straight from global memory, the gate's
-            # cumsum G in registers, and every output of the column formed here.
+            # One (chunk, channel) column per thread: the gate's cumsum G in registers, and every
+            # output of the column formed here.
             for c, d in T.Parallel(CPB, K):
                 gcol = T.alloc_local((C,), accum)
                 kn = T.alloc_local((C,), accum)
                 qn = T.alloc_local((C,), accum)
                 a_h = _math.exp(A_log[hv], fast)
                 for i in T.unroll(C):
-                    t = slot_t0[c] + i
-                    valid = i < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
-                    if cfg.stage_g:
-                        gcol[i] = T.if_then_else(
-                            i < slot_len[c],
-                            lower_bound * _math.LOG2E * _math.sigmoid_rcp(
-                                a_h * (T.Cast(accum, g_s[c * C + i, d]) + dt_bias[hv, d]), fast),
-                            0.0)
-                    else:
-                        gcol[i] = T.if_then_else(
-                            valid,
-                            lower_bound * _math.LOG2E * _math.sigmoid_rcp(
-                                a_h * (T.Cast(accum, g[slot_b[c], t, hv, d]) + dt_bias[hv, d]), fast),
-                            0.0)
+                    gcol[i] = T.if_then_else(
+                        i < slot_len[c],
+                        lower_bound * _math.LOG2E * _math.sigmoid_rcp(
+                            a_h * (T.Cast(accum, g_s[c * C + i, d]) + dt_bias[hv, d]), fast),
+                        0.0)
                 # all reads of this column's q_s, k_s before its in-place writes, so that
                 # they need one barrier, not one per row
                 for i in T.unroll(C):
