@@ -13,6 +13,9 @@ from ..z3expr import DTYPE_RANGE, Translator
 from .common import byte_range, simplify_int, site_finding, unknown
 
 CATEGORY = "bounds"
+# Resource limit of the first, abstracted query of an access (about a second of Z3): its answer
+# is only a shortcut, and when it is not UNSAT the precise query runs under the full limit.
+ABSTRACT_RLIMIT = 2_000_000
 
 
 def run(k, ctx, budget=None):
@@ -63,7 +66,8 @@ def _accesses(k, ctx, scope):
         res = None
         if facts:
             qa = fs + facts + [z3.Not(z3.And(abs_off >= 0, abs_off + ln <= size))]
-            res, m = ctx.solve(qa + ctx.product_lemmas(qa))
+            res, m = ctx.solve(qa + ctx.product_lemmas(qa),
+                               rlimit=min(ctx.rlimit, ABSTRACT_RLIMIT) if ctx.rlimit else ABSTRACT_RLIMIT)
         if res != "unsat":
             res, m = ctx.solve(q + ctx.product_lemmas(q))
         if res == "sat":
