@@ -21,7 +21,7 @@ class K1Config:
     head_dim: int = 128
     # 2 chunks (32 rows) of 128 threads with at most 85 registers a thread (__launch_bounds__(128, 6)):
     # 33 KB of shared memory, 6 programs and 37.5% occupancy an SM; 0.65 ms at H96 1x8192 against
-    # 0.67-1.17 for the other layouts measured (bench/NOTES.md, session 7).
+    # 0.655-1.17 for the other layouts measured (bench/NOTES.md, session 7).
     chunks_per_cta: int = 2
     threads: int = 128
     min_blocks: int = 6   # programs per SM the register budget must allow; 0: no bound

@@ -17,9 +17,9 @@ Slots that hold no chunk (at most one per sequence, plus the tail) write nothing
 
 q, k and g are staged in shared memory by vectorized loads. Then a thread owns one (chunk,
 channel) column at a time: it keeps the gate's cumsum G in registers and forms every output of
-its column there, so the per-element work needs no barrier. Accurate math is one MUFU operation each
-(ex2.approx, rcp.approx; relative errors ~2^-22). Variants measured on the H200 are in
-bench/NOTES.md (session 7).
+its column there, so the per-element work needs no barrier. Accurate math runs on the MUFU unit:
+2^x = ex2.approx, sigmoid = rcp.approx(1 + ex2.approx(-x log2 e)) (relative errors ~2^-22).
+Variants measured on the H200 are in bench/NOTES.md (session 7).
 """
 
 import tilelang.language as T
