@@ -1,6 +1,6 @@
 """K1 variants (kda_kernels/k1_prepare.py knobs) on the GPU, through TileLang's own JIT.
 
-    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast]
+    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,ftz]
 
 For each variant, first correctness: its workspace feeds the released K2 build and o is checked
 against the float64 reference on fresh random inputs (fixed and varlen, with empty, one-token and
@@ -24,14 +24,14 @@ from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 C = 16
 RELEASED = "2,128,6"
-DEFAULT = [RELEASED, "2,128,8", "1,64,12", "2,128,6,fast"]
+DEFAULT = [RELEASED, "2,128,6,ftz", "2,128,8,ftz", "2,128,6,fast"]
 _K = {}
 
 
 def k1_config(spec, varlen, fast=False):
     cpb, th, mb, *rest = spec.split(",")
     return K1Config(varlen=varlen, fast_math=fast or "fast" in rest, chunks_per_cta=int(cpb), threads=int(th),
-                    min_blocks=int(mb))
+                    min_blocks=int(mb), ftz="ftz" in rest)
 
 
 def compiled(cfg):

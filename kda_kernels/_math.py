@@ -34,6 +34,18 @@ __device__ __forceinline__ float kda_sigmoid_rcp(float x) {
 """
 
 
+# The accurate sigmoid with flush-to-zero MUFU forms: the same values wherever 2^x and the
+# reciprocal stay normal (x > -126 log 2 and 1 + e finite), which is all K1's ranges (ftz builds).
+FTZ_SOURCE = r"""
+__device__ __forceinline__ float kda_sigmoid_rcp_ftz(float x) {
+  float e, y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(-1.4426950408889634f * x));
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(1.0f + e));
+  return y;
+}
+"""
+
+
 def sigmoid_rcp(x, fast: bool):
     """sigmoid as rcp(1 + ex2(-x log2 e)): two MUFU operations, within a few ulp of the exact
     value; fast_math takes tanh.approx (one MUFU, ~5e-4)."""

@@ -36,6 +36,14 @@ def build_k1(cfg: K1Config):
     fast = cfg.fast_math
     accum = "float32"
 
+    def sigm(x, fast):
+        if cfg.ftz and not fast:
+            return T.call_extern("float32", "kda_sigmoid_rcp_ftz", x)
+        return _math.sigmoid_rcp(x, fast)
+
+    def pow2(x, fast):
+        return _math.ex2(x, fast or cfg.ftz)
+
     B = T.dynamic("B")
     Tn = T.dynamic("T")
     H = T.dynamic("H")
@@ -69,7 +77,8 @@ def build_k1(cfg: K1Config):
 
             if cfg.min_blocks:
                 T.annotate_min_blocks_per_sm(cfg.min_blocks)
-            T.import_source(_math.ACCURATE_SOURCE + (_math.FAST_SOURCE if fast else ""))
+            T.import_source(_math.ACCURATE_SOURCE + (_math.FAST_SOURCE if fast or cfg.ftz else "")
+                            + (_math.FTZ_SOURCE if cfg.ftz and not fast else ""))
             # GVA: value head hv reads q and k of head h, held in a register: inlined, the int64
             # divisions would run once per element loaded.
             h = T.alloc_var("int32", init=_math.gva_head(hv, H, HV))
@@ -125,7 +134,7 @@ def build_k1(cfg: K1Config):
                 valid = (r % C < slot_len[c] and slot_t0[c] + r % C >= 0 and slot_t0[c] + r % C < Tn
                          and slot_b[c] >= 0 and slot_b[c] < B)
                 beta_s[r] = T.if_then_else(
-                    valid, _math.sigmoid_rcp(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, hv]), fast), 0.0)
+                    valid, sigm(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, hv]), fast), 0.0)
 
             for r, d in T.Parallel(R, K):
                 sq[r, d] = T.Cast(accum, q_s[r, d]) * T.Cast(accum, q_s[r, d])
@@ -148,7 +157,7 @@ def build_k1(cfg: K1Config):
                 for i in T.unroll(C):
                     gcol[i] = T.if_then_else(
                         i < slot_len[c],
-                        lower_bound * _math.LOG2E * _math.sigmoid_rcp(
+                        lower_bound * _math.LOG2E * sigm(
                             a_h * (T.Cast(accum, g_s[c * C + i, d]) + dt_bias[hv, d]), fast),
                         0.0)
                 # all reads of this column's q_s, k_s before its in-place writes, so that
@@ -160,17 +169,17 @@ def build_k1(cfg: K1Config):
                     gcol[i] = gcol[i] + gcol[i - 1]
                 live = slot_len[c] > 0 and bc * CPB + c < NC
                 for i in T.unroll(C):
-                    e_pos = _math.ex2(gcol[i], fast)
+                    e_pos = pow2(gcol[i], fast)
                     if live:
                         row = (bc * CPB + c) * C + i
                         kd[hv, row, d] = T.Cast(cfg.ws_dtype, kn[i] * e_pos)
                         qd[hv, row, d] = T.Cast(cfg.ws_dtype, qn[i] * e_pos)
-                        kr[hv, row, d] = T.Cast(cfg.ws_dtype, kn[i] * _math.ex2(gcol[C - 1] - gcol[i], fast))
-                    ki_s[c * C + i, d] = T.Cast(cfg.in_dtype, kn[i] * _math.ex2(-gcol[i], fast))
+                        kr[hv, row, d] = T.Cast(cfg.ws_dtype, kn[i] * pow2(gcol[C - 1] - gcol[i], fast))
+                    ki_s[c * C + i, d] = T.Cast(cfg.in_dtype, kn[i] * pow2(-gcol[i], fast))
                     k_s[c * C + i, d] = T.Cast(cfg.in_dtype, kn[i] * e_pos)
                     q_s[c * C + i, d] = T.Cast(cfg.in_dtype, qn[i] * e_pos)
                 if live:
-                    gC[hv, bc * CPB + c, d] = _math.ex2(gcol[C - 1], fast)
+                    gC[hv, bc * CPB + c, d] = pow2(gcol[C - 1], fast)
 
             T.gemm(k_s, ki_s, Lf, transpose_B=True, clear_accum=True)
             T.gemm(q_s, ki_s, Mf, transpose_B=True, clear_accum=True)
