@@ -124,10 +124,7 @@ class DecodeConfig:
     bank_conflict_budget: int = 4
     max_tokens: int = 8
     token_axis: bool = True         # token inputs [N, S, ...]; False: [N, ...], one token
-    min_blocks: int = 8             # accurate math as single MUFU operations: sigmoid = rcp(1 + ex2(-x log2 e)), 2^x = ex2.approx
-    # (relative errors ~2^-22); False: expf, IEEE division, exp2f
-    mufu: bool = False
-    # programs per SM the register budget must allow (__launch_bounds__)
+    min_blocks: int = 8             # programs per SM the register budget must allow (__launch_bounds__)
 
     @property
     def name(self) -> str:
