@@ -125,26 +125,24 @@ SHAPES = [("H96 1x8192", 1, 8192, 96, None), ("H96 1x8192 cu", 1, 8192, 96, [819
           ("H8 1x65536 cu", 1, 65536, 8, [65536]), ("H32 2048x64 cu", 1, 131072, 32, [64] * 2048)]
 
 
-def _compile_one(key):
-    spec, varlen = key
-    cfg = K2Config(varlen=varlen) if spec == "k2" else k1_config(spec, varlen)
+def _compile_config(cfg):
     t0 = time.perf_counter()
     try:
         compiled(cfg)
-        return f"compiled {spec} varlen={varlen} in {time.perf_counter() - t0:.0f}s"
+        return f"compiled {cfg} in {time.perf_counter() - t0:.0f}s"
     except Exception as e:
-        return f"COMPILE FAILED {spec} varlen={varlen}: {type(e).__name__}: {str(e)[-300:]}"
+        return f"COMPILE FAILED {cfg}: {type(e).__name__}: {str(e)[-300:]}"
 
 
-def prewarm(specs):
-    """Compile every build in worker processes first (TileLang's disk cache serves the main one)."""
+def prewarm(configs):
+    """Compile every config (K1Config or K2Config) in worker processes first (TileLang's disk
+    cache serves the main one)."""
     import concurrent.futures as cf
     import multiprocessing as mp
     import os
-    keys = [(s, v) for s in specs + ["k2"] for v in (False, True)]
     t0 = time.perf_counter()
-    with cf.ProcessPoolExecutor(min(len(keys), os.cpu_count() or 4), mp_context=mp.get_context("spawn")) as ex:
-        for msg in ex.map(_compile_one, keys):
+    with cf.ProcessPoolExecutor(min(len(configs), os.cpu_count() or 4), mp_context=mp.get_context("spawn")) as ex:
+        for msg in ex.map(_compile_config, configs):
             print(msg, flush=True)
     print(f"prewarm {time.perf_counter() - t0:.0f}s", flush=True)
 
@@ -170,7 +168,7 @@ def main():
     specs = sys.argv[1:] or DEFAULT
     if specs[0] != RELEASED:
         specs = [RELEASED] + specs
-    prewarm(specs)
+    prewarm([k1_config(s, v) for s in specs for v in (False, True)] + [K2Config(varlen=v) for v in (False, True)])
     rows = []
     base = {}
     for spec in specs:

@@ -69,33 +69,13 @@ SHAPES = [("H96 1x8192", 8192, 96, [8192]), ("H96 8x1024", 8192, 96, [1024] * 8)
           ("H32 1x32768", 32768, 32, [32768]), ("H8 1x65536", 65536, 8, [65536])]
 
 
-def _compile_k2(key):
-    spec, varlen = key
-    t0 = time.perf_counter()
-    try:
-        k1_round.compiled(k2_config(spec, varlen))
-        return f"compiled K2 {spec} varlen={varlen} in {time.perf_counter() - t0:.0f}s"
-    except Exception as e:
-        return f"COMPILE FAILED K2 {spec} varlen={varlen}: {type(e).__name__}: {str(e)[-300:]}"
-
-
-def prewarm(specs):
-    import concurrent.futures as cf
-    import multiprocessing as mp
-    import os
-    keys = [(s, v) for s in specs for v in (False, True)]
-    with cf.ProcessPoolExecutor(min(len(keys), os.cpu_count() or 4), mp_context=mp.get_context("spawn")) as ex:
-        for msg in ex.map(_compile_k2, keys):
-            print(msg, flush=True)
-
-
 def main():
     from triton.testing import do_bench
     specs = sys.argv[1:] or DEFAULT
     if specs[0] != RELEASED:
         specs = [RELEASED] + specs
-    k1_round.prewarm([k1_round.RELEASED])
-    prewarm(specs)
+    k1_round.prewarm([k1_round.k1_config(k1_round.RELEASED, v) for v in (False, True)]
+                     + [k2_config(s, v) for s in specs for v in (False, True)])
     rows = []
     for spec in specs:
         t0 = time.perf_counter()
