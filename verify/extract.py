@@ -128,6 +128,7 @@ class Extractor:
         amap = attrs.get("tl.smem_alignment_map", None) if attrs else None
         k.alignment_map = {str(a): int(b) for a, b in amap.items()} if amap is not None else {}
         k.source_buffers = {str(b.data.name): b for b in self.L.source_func.buffer_map.values()}
+        k.shared_params = self._shared_params()
         k.preconditions = self._preconditions()
         k.precondition_errors = sorted(set(self.precondition_errors))
         k.precondition_texts = list(self.pre_texts)
@@ -234,6 +235,18 @@ class Extractor:
 
     def _tid_sym(self, tag):
         return self.syms.int_sym(tag, "thread")
+
+    def _shared_params(self):
+        """Groups of tensor parameters bound to one buffer (TileLang makes parameters annotated
+        with one shared T.Tensor object a single buffer: the kernel then reads one of them for
+        all, and the others are never passed to the device)."""
+        src = self.L.source_func
+        by_data = {}
+        for p in src.params:
+            b = src.buffer_map.get(p)
+            if b is not None:
+                by_data.setdefault(b.data, []).append(str(p.name).removesuffix("_handle"))
+        return [names for names in by_data.values() if len(names) > 1]
 
     def kernel_variables(self):
         """Names a precondition may use: the kernel's integer arguments, the symbolic sizes and

@@ -3,6 +3,9 @@
 model.preconditions: every name in a precondition is a kernel variable (a misspelt name would
 be a new unconstrained symbol), and the preconditions together with the launch can be met
 (contradictory preconditions would make every check hold vacuously).
+model.params: every tensor parameter is its own buffer (parameters that TileLang bound to one
+buffer, annotated with one shared T.Tensor object, make a kernel read one tensor in place of
+the others while every memory check still holds).
 model.unsupported: constructs the encoding does not model (UNKNOWN; a kernel with any is not
 proved).
 """
@@ -16,6 +19,12 @@ CATEGORY = "model"
 def run(k, ctx, budget=None):
     out = [check_result("model.preconditions", CATEGORY, _preconditions(k, ctx),
                         f"{len(k.precondition_texts)} preconditions")]
+    shared = getattr(k, "shared_params", [])
+    fs = [Finding(check="model.params", status=FAILED,
+                  message=f"parameters {', '.join(names)} are one buffer in the kernel (give each its own "
+                          f"T.Tensor annotation): every access to any of them goes to one tensor's memory")
+          for names in shared]
+    out.append(check_result("model.params", CATEGORY, fs, "tensor parameters are distinct buffers"))
     if k.unsupported:
         fs = [Finding(check="model.unsupported", status=UNKNOWN, message=f"{why}: {text}")
               for text, why in k.unsupported]
