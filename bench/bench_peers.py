@@ -136,8 +136,7 @@ def extra_bytes(fn, outputs_bytes):
 def stage_timers(d):
     """Times K1 and K2 of kda_tile separately, through the same compiled kernels."""
     from kda_tile import _launch, api
-    k1, k2 = api.select_builds(varlen=True, fast_math=False, initial_state_dtype="float32", output_final_state=True,
-                               programs_per_64_columns=api._programs(d["q"], d["v"], d["cu"]))
+    k1, k2 = api.select_builds(varlen=True, fast_math=False, initial_state_dtype="float32", output_final_state=True)
     return _launch.stage_callables(k1, k2, d["q"], d["k"], d["v"], d["g"], d["beta"], d["A_log"], d["dt_bias"],
                                    d["cu"], d["h0"], LOWER_BOUND, 128 ** -0.5)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device rounds on the H200, from the repo root (logs and result files go to $OUT):
 #   source .devbundle/activate.sh && bash bench/device_round.sh tests   # build, prewarm, GPU tests
-#   source .devbundle/activate.sh && bash bench/device_round.sh bench   # peers, host overhead, variants
+#   source .devbundle/activate.sh && bash bench/device_round.sh bench   # peers, host overhead
 #   source .devbundle/activate.sh && bash bench/device_round.sh smoke   # a few cases and three shapes
 #   source .devbundle/activate.sh && bash bench/device_round.sh host    # launch floor, host overhead, host GPU tests
 #   source .devbundle/activate.sh && bash bench/device_round.sh matrix  # the GPU correctness matrix alone
@@ -26,7 +26,11 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round7c # the two long bench shapes, issue 9's split table (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round7d # K1 (staged g) and K2 (block widths) sweeps, no build (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round7e # build, GPU matrix, stage times (~4 min)
-#   (round6a..round6d: session 6's first two rounds, each in two calls on one warm machine)
+#   source .devbundle/activate.sh && bash bench/device_round.sh k2      # K2 variants through TileLang's JIT, ncu (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round8  # build, stage times, full GPU matrix (~6 min)
+#   PEERS_ONLY="H96 1x8192,H64 1x8192" bash bench/device_round.sh peers  # bench_peers.py on some shapes
+#   (round6a..round6d: session 6's first two rounds, each in two calls on one warm machine; session 8's
+#   round8a-c ran the WY experiments through bench/k2w_round.py, since folded into k2_round.py)
 set -uo pipefail
 mode=${1:-tests}
 OUT=${OUT:-/tmp/kda-out}; mkdir -p "$OUT"
@@ -249,8 +253,28 @@ case "$mode" in
       --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
       python bench/k1_round.py ncu ${K1_NCU:-2,128,6} \
       > "$OUT/k1_ncu.csv" 2> "$OUT/k1_ncu.err"; tail -2 "$OUT/k1_ncu.err"; wc -l < "$OUT/k1_ncu.csv" ;;
+  k2)
+    # K2 variants (bench/k2_round.py, fed by the released K1), then ncu of K1 and K2 at H96 1x8192
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 300 python bench/k2_round.py ${K2_VARIANTS:-} > "$OUT/k2_round.log" 2>&1
+    grep -v -E '^\{|INFO|^compiled' "$OUT/k2_round.log" | tail -12
+    timeout 90 ncu --clock-control none --profile-from-start off --csv --section SpeedOfLight --section Occupancy \
+      --section LaunchStats --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+      python bench/k2_round.py ncu ${K2_NCU:-1,3,2} \
+      > "$OUT/k2_ncu.csv" 2> "$OUT/k2_ncu.err"; tail -2 "$OUT/k2_ncu.err"; wc -l < "$OUT/k2_ncu.csv" ;;
+  round8)
+    # session 8: the WY K1 and K2 released: build, stage times, the whole GPU matrix
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -9
+    timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
+      > "$OUT/pytest_gpu.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -12 ;;
+  peers)
+    # bench_peers.py on the shapes named in PEERS_ONLY (comma-separated label parts), no host rows
+    timeout 60 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
+    BENCH_NO_HOST=1 timeout 520 python -u bench/bench_peers.py --out "$OUT" --only "$PEERS_ONLY" > "$OUT/bench.log" 2>&1
+    grep -E "^\| |geomean|peak" "$OUT/bench.log" | tail -14 ;;
   bench)
     timeout 540 python bench/bench_peers.py --out "$OUT" > "$OUT/bench.log" 2>&1; tail -30 "$OUT/bench.log"
-    timeout 120 python bench/host_overhead.py > "$OUT/host.log" 2>&1; tail -25 "$OUT/host.log"
-    timeout 120 python bench/variants.py --out "$OUT" > "$OUT/variants.log" 2>&1; tail -12 "$OUT/variants.log" ;;
+    timeout 120 python bench/host_overhead.py > "$OUT/host.log" 2>&1; tail -25 "$OUT/host.log" ;;
 esac

@@ -207,7 +207,7 @@ def measure_all(rec: Recorder):
         set_launch_mode(os.environ.get("KDA_TILE_LAUNCH_DEFAULT", "graph"))
 
         k1, k2 = api.select_builds(varlen=varlen, fast_math=False, initial_state_dtype="float32" if h0 else None,
-                                   output_final_state=ht, programs_per_64_columns=2 * H)
+                                   output_final_state=ht)
         e = host_codegen.get_entry(k1, k2, backend="cpp")
         raw = e.raw
         o = torch.empty(1, T, H, V, dtype=torch.bfloat16, device="cuda")
@@ -240,8 +240,7 @@ def measure_all(rec: Recorder):
     rec.time("floor: torch 128x128 matmul", "-", lambda: a @ a)
     try:
         from kda_tile import _launch
-        k1, k2 = api.select_builds(varlen=False, fast_math=False, initial_state_dtype=None, output_final_state=False,
-                                   programs_per_64_columns=2 * H)
+        k1, k2 = api.select_builds(varlen=False, fast_math=False, initial_state_dtype=None, output_final_state=False)
         _, k2_fn = _launch.stage_callables(k1, k2, d["q"], d["k"], d["v"], d["g"], d["beta"], d["A_log"],
                                            d["dt_bias"], None, None, -5.0, K ** -0.5)
         rec.time("floor: one TileLang kernel (K2), TileLang's own TVM-FFI launcher", "plain", k2_fn)
@@ -250,7 +249,7 @@ def measure_all(rec: Recorder):
 
     for cname, (varlen, h0, ht) in CONFIGS.items():
         k1, k2 = api.select_builds(varlen=varlen, fast_math=False, initial_state_dtype="float32" if h0 else None,
-                                   output_final_state=ht, programs_per_64_columns=2 * H)
+                                   output_final_state=ht)
         e = host_codegen.get_entry(k1, k2, backend="cpp")
         dc = inputs("cpu", varlen, h0)
         args = (dc["q"], dc["k"], dc["v"], dc["g"], dc["beta"], dc["A_log"], dc["dt_bias"], dc["cu_seqlens"],

@@ -1,6 +1,6 @@
 """K1 variants (kda_kernels/k1_prepare.py knobs) on the GPU, through TileLang's own JIT.
 
-    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,ftz]
+    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz]
 
 For each variant, first correctness: its workspace feeds the released K2 build and o is checked
 against the float64 reference on fresh random inputs (fixed and varlen, with empty, one-token and
@@ -24,14 +24,14 @@ from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 C = 16
 RELEASED = "2,128,6"
-DEFAULT = [RELEASED, "2,128,6,ftz", "2,128,8,ftz", "2,128,6,fast"]
+DEFAULT = [RELEASED, "2,128,6,noftz", "2,128,8", "2,128,6,fast"]
 _K = {}
 
 
 def k1_config(spec, varlen, fast=False):
     cpb, th, mb, *rest = spec.split(",")
     return K1Config(varlen=varlen, fast_math=fast or "fast" in rest, chunks_per_cta=int(cpb), threads=int(th),
-                    min_blocks=int(mb), ftz="ftz" in rest)
+                    min_blocks=int(mb), ftz="noftz" not in rest)
 
 
 def compiled(cfg):
@@ -61,24 +61,27 @@ def run_k1(spec, d, fast=False):
     varlen = d["cu"] is not None
     B, T, H, _ = d["q"].shape
     NC = T // C + (d["cu"].numel() - 1) if varlen else B * ((T + C - 1) // C)
-    f16 = torch.float16
-    ws = dict(kd=torch.full((H, NC * C, 128), float("nan"), device="cuda", dtype=f16))
-    ws["qd"] = torch.full_like(ws["kd"], float("nan"))
-    ws["kr"] = torch.full_like(ws["kd"], float("nan"))
-    ws["Ab"] = torch.full((H, NC * C, C), float("nan"), device="cuda", dtype=f16)
-    ws["Mqk"] = torch.full_like(ws["Ab"], float("nan"))
-    ws["gC"] = torch.full((H, NC, 128), float("nan"), device="cuda")
-    args = [d["q"], d["k"], d["g"], d["beta"], d["A_log"], d["dt_bias"]] + ([d["cu"]] if varlen else [])
-    args += [-5.0, 128 ** -0.5] + [ws[n] for n in ("kd", "qd", "kr", "Ab", "Mqk", "gC")]
+    ws = workspace(H, NC)
+    args = [d["q"], d["k"], d["v"], d["g"], d["beta"], d["A_log"], d["dt_bias"]] + ([d["cu"]] if varlen else [])
+    args += [-5.0, 128 ** -0.5] + list(ws.values())
     kern = compiled(k1_config(spec, varlen, fast))
     return (lambda: kern(*args)), ws
+
+
+def workspace(H, NC):
+    """K1's outputs in K1's order (Wk, qd, kr, U0, Mqk, gC), NaN-poisoned."""
+    f16 = torch.float16
+    ws = {n: torch.full((H, NC * C, 128), float("nan"), device="cuda", dtype=f16) for n in ("Wk", "qd", "kr", "U0")}
+    ws["Mqk"] = torch.full((H, NC * C, C), float("nan"), device="cuda", dtype=f16)
+    ws["gC"] = torch.full((H, NC, 128), float("nan"), device="cuda")
+    return {n: ws[n] for n in ("Wk", "qd", "kr", "U0", "Mqk", "gC")}
 
 
 def run_k2(d, ws):
     varlen = d["cu"] is not None
     o = torch.full_like(d["v"], float("nan"))
     kern = compiled(K2Config(varlen=varlen))
-    args = [d["v"]] + [ws[n] for n in ("kd", "qd", "kr", "Ab", "Mqk", "gC")] + ([d["cu"]] if varlen else []) + [o]
+    args = list(ws.values()) + ([d["cu"]] if varlen else []) + [o]
     kern(*args)
     return o
 
@@ -188,7 +191,7 @@ def main():
                 base[label] = {n: t.clone() for n, t in ws.items()}
             row[f"diff {label}"] = same_workspace(ws, base[label]) if label in base else None
             row[f"{label} ms"] = do_bench(go, warmup=10, rep=100, return_mode="median")
-            moved = sum(d[n].numel() * d[n].element_size() for n in ("q", "k", "g", "beta"))
+            moved = sum(d[n].numel() * d[n].element_size() for n in ("q", "k", "v", "g", "beta"))
             moved += sum(t.numel() * t.element_size() for t in ws.values())
             row[f"{label} floor ms"] = moved / 4.27e12 * 1e3
             del ws, d

@@ -1,12 +1,14 @@
-"""K2 variants (block_v, threads, num_stages of kda_kernels/k2_recurrence.py) on the GPU, through
-TileLang's own JIT, fed by the released K1.
+"""K2 variants (consumers, ring stages, min_blocks of kda_kernels/k2_recurrence.py) on the GPU,
+through TileLang's own JIT, fed by the released K1.
 
-    python bench/k2_round.py [variant ...]     # variant: block_v,threads,num_stages
+    python bench/k2_round.py [variant ...]     # variant: consumers,stages,min_blocks[,no_store]
+    python bench/k2_round.py ncu variant ...   # one K1 and one K2 launch at H96 1x8192, for ncu
 
 Correctness first: fresh random inputs (fixed and varlen, with empty, one-token and tail
 sequences, fp32 initial state), o and the final state poisoned with NaN, both checked against the
-float64 recurrence. Then K2 time (triton do_bench median, cu_seqlens, fp32 state in and out) at
-H96 1x8192, H96 8x1024, H32 1x32768 and H8 1x65536, with the programs each launches.
+float64 recurrence. Then K1 and K2 times (triton do_bench median, cu_seqlens, fp32 state in and
+out) at the timing shapes. One JSON row per variant, a table last. "no_store" (a probe: K2 skips
+its output stores) is timed but fails the check by construction.
 """
 import json
 import sys
@@ -22,13 +24,14 @@ import k1_round  # noqa: E402  (inputs, the released K1 through the JIT)
 from kda_kernels.configs import K2Config  # noqa: E402
 from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
 
-RELEASED = "64,128,2"
-DEFAULT = [RELEASED, "32,128,2", "16,64,2", "32,64,2", "64,256,2", "128,256,2", "64,128,3"]
+RELEASED = "1,3,2"
+DEFAULT = [RELEASED, "1,2,2", "1,4,2", "2,3,1", "1,3,2,no_store"]
 
 
 def k2_config(spec, varlen):
-    bv, th, ns = map(int, spec.split(","))
-    return K2Config(varlen=varlen, initial_state="float32", final_state=True, block_v=bv, threads=th, num_stages=ns)
+    nw, st, mb, *rest = spec.split(",")
+    return K2Config(varlen=varlen, initial_state="float32", final_state=True, consumers=int(nw), stages=int(st),
+                    min_blocks=int(mb), probe=rest[0] if rest else "")
 
 
 def k2_call(spec, d, ws, h0):
@@ -37,20 +40,23 @@ def k2_call(spec, d, ws, h0):
     o = torch.full_like(d["v"], float("nan"))
     ht = torch.full((N,) + h0.shape[1:], float("nan"), device="cuda")
     kern = k1_round.compiled(k2_config(spec, varlen))
-    args = [d["v"]] + [ws[n] for n in ("kd", "qd", "kr", "Ab", "Mqk", "gC")] + ([d["cu"]] if varlen else [])
-    args += [h0, o, ht]
+    args = list(ws.values()) + ([d["cu"]] if varlen else []) + [h0, o, ht]
     return (lambda: kern(*args)), o, ht
 
 
 CASES = [("fixed B=2 T=100 H=3", 2, 100, 3, None), ("fixed B=1 T=1 H=1", 1, 1, 1, None),
          ("varlen [1,0,16,1,33] H=4", 1, 51, 4, [1, 0, 16, 1, 33]),
-         ("varlen [1300,547,0,963,271] H=2", 1, 3081, 2, [1300, 547, 0, 963, 271])]
+         ("varlen [1300,547,0,963,271] H=2", 1, 3081, 2, [1300, 547, 0, 963, 271]),
+         ("varlen 300x[0..40] H=2", 1, None, 2, "ragged")]
 
 
 def correctness(spec):
     worst = 0.0
     for i, (label, B, T, H, lens) in enumerate(CASES):
-        d = k1_round.inputs(B, T, H, lens, seed=200 + i)
+        if lens == "ragged":
+            lens = torch.randint(0, 41, (300,), generator=torch.Generator().manual_seed(i)).tolist()
+            T = sum(lens)
+        d = k1_round.inputs(B, T, H, lens, seed=300 + i)
         N = len(lens) if lens else B
         h0 = torch.randn(N, H, 128, 128, device="cuda")
         go1, ws = k1_round.run_k1(k1_round.RELEASED, d)
@@ -65,15 +71,33 @@ def correctness(spec):
     return worst
 
 
-SHAPES = [("H96 1x8192", 8192, 96, [8192]), ("H96 8x1024", 8192, 96, [1024] * 8),
-          ("H32 1x32768", 32768, 32, [32768]), ("H8 1x65536", 65536, 8, [65536])]
+SHAPES = [("H96 1x8192", 8192, 96, [8192]), ("H64 8x1024", 8192, 64, [1024] * 8),
+          ("H96 16x1024", 16384, 96, [1024] * 16), ("H32 1x32768", 32768, 32, [32768]),
+          ("H8 1x65536", 65536, 8, [65536]), ("H32 2048x64", 131072, 32, [64] * 2048)]
+
+
+def ncu(spec):
+    """One K1 and one K2 launch at H96 1x8192 (cu_seqlens) for ncu (--profile-from-start off)."""
+    d = k1_round.inputs(1, 8192, 96, [8192], seed=7)
+    go1, ws = k1_round.run_k1(k1_round.RELEASED, d)
+    go1()
+    go2, _, _ = k2_call(spec, d, ws, torch.randn(1, 96, 128, 128, device="cuda"))
+    go2()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStart()
+    go1()
+    go2()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStop()
 
 
 def main():
     from triton.testing import do_bench
+    if sys.argv[1:2] == ["ncu"]:
+        for spec in sys.argv[2:]:
+            ncu(spec)
+        return
     specs = sys.argv[1:] or DEFAULT
-    if specs[0] != RELEASED:
-        specs = [RELEASED] + specs
     k1_round.prewarm([k1_round.k1_config(k1_round.RELEASED, v) for v in (False, True)]
                      + [k2_config(s, v) for s in specs for v in (False, True)])
     rows = []
@@ -93,14 +117,14 @@ def main():
             go2()
             torch.cuda.synchronize()
             row[f"{label} ms"] = do_bench(go2, warmup=10, rep=100, return_mode="median")
-            row[f"{label} programs"] = len(lens) * H * (128 // int(spec.split(",")[0]))
+            row[f"{label} K1 ms"] = do_bench(go1, warmup=10, rep=100, return_mode="median")
             del ws, d
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print(f"{'variant':12s} {'err':>8s} " + " ".join(f"{s[0]:>18s}" for s in SHAPES))
+    print(f"{'variant':16s} {'err':>8s} " + " ".join(f"{s[0]:>12s}" for s in SHAPES))
     for r in rows:
-        print(f"{r['variant']:12s} {r['err']:8.1e} " + " ".join(
-            f"{r[s[0] + ' ms']:8.3f} ({r[s[0] + ' programs']:5d})" for s in SHAPES))
+        print(f"{r['variant']:16s} {r['err']:8.1e} " + " ".join(f"{r[s[0] + ' ms']:12.3f}" for s in SHAPES))
+        print(f"{'  its K1':16s} {'':8s} " + " ".join(f"{r[s[0] + ' K1 ms']:12.3f}" for s in SHAPES))
 
 
 if __name__ == "__main__":

@@ -26,14 +26,15 @@ class K1Config:
     threads: int = 128
     min_blocks: int = 6   # programs per SM the register budget must allow; 0: no bound
     # flush-to-zero MUFU forms in the accurate build too (ex2.approx.ftz, rcp.approx.ftz): the same
-    # values in K1's ranges (|G| <= 115.4 under lower_bound >= -5) and 22% fewer instructions
-    # (4752 -> 3728 SASS a thread); not measured on the H200 yet, so off in the release
-    ftz: bool = False
+    # values in K1's ranges (|G| <= 115.4 under lower_bound >= -5; bit-identical workspace on the
+    # H200) and 22% fewer instructions: 0.645 -> 0.560 ms at H96 1x8192 (bench/NOTES.md, session 8)
+    ftz: bool = True
     in_dtype: str = "bfloat16"
-    # Operand dtypes of K2's products. Every value stored in them is bounded by 1 in
-    # magnitude (decays <= 1, unit-norm k, |A| <= 1), so fp16's extra mantissa bits are free.
-    ws_dtype: str = "float16"  # kd, qd, kr
-    mat_dtype: str = "float16"  # Ab, Mqk
+    # Operand dtypes of K2's products. qd, kr, Wk, Mqk are bounded by 1 in magnitude (decays <= 1,
+    # unit-norm k, |A| <= 1), so fp16's extra mantissa bits are free; U0 = A diag(beta) v scales
+    # with v (|v| must stay below fp16's 65504, as K2's state does).
+    ws_dtype: str = "float16"  # Wk, qd, kr, U0
+    mat_dtype: str = "float16"  # Mqk, and Ab in shared memory
     # Worst shared-memory bank-conflict degree `verify` accepts for this kernel.
     bank_conflict_budget: int = 8
 
@@ -67,20 +68,26 @@ class K1Config:
 
 @dataclass(frozen=True)
 class K2Config:
+    """K2, the chain (kda_kernels/k2_recurrence.py): reads Wk = A diag(beta) kd and U0 = A diag(beta) v
+    from K1's workspace and keeps the state in registers."""
     varlen: bool = False
     initial_state: Optional[str] = None  # None, "float32" or "bfloat16"
     final_state: bool = False            # its dtype follows initial_state (float32 without one)
     head_dim: int = 128
     value_dim: int = 128
-    block_v: int = 64
-    threads: int = 128
-    num_stages: int = 2
+    # One consumer warpgroup of 64 value rows and 3 ring slots, 2 programs an SM: 0.437 ms at H96
+    # 1x8192 against 0.483-0.502 for two consumers (one program per head) and 0.446-0.485 for 2 or
+    # 4 slots (bench/NOTES.md, session 8)
+    consumers: int = 1       # consumer warpgroups, 64 value rows of the state each
+    stages: int = 3          # ring slots between the loading warpgroup and the consumers
+    min_blocks: int = 2      # programs per SM the register budget must allow
+    consumer_regs: int = 0   # setmaxnreg budgets; 0: derived from the launch's registers
+    producer_regs: int = 0
     in_dtype: str = "bfloat16"
-    # fp16 operands (see K1Config). The state snapshot St and Wt, Ut scale with v: |v| and
-    # |state| entries must stay below fp16's 65504.
-    ws_dtype: str = "float16"
-    mat_dtype: str = "float16"
+    ws_dtype: str = "float16"  # Wk, qd, kr, U0, Mqk (see K1Config)
     bank_conflict_budget: int = 8
+    # Measurement only, never released: "no_store" skips the output stores.
+    probe: str = ""
 
     @property
     def final_state_dtype(self) -> Optional[str]:
@@ -89,10 +96,29 @@ class K2Config:
         return self.initial_state or "float32"
 
     @property
+    def block_v(self) -> int:
+        return 64 * self.consumers
+
+    @property
+    def threads(self) -> int:
+        return 128 * (self.consumers + 1)
+
+    @property
+    def regs(self) -> tuple[int, int]:
+        """(consumer, producer) registers a thread after setmaxnreg. The launch gives every
+        thread 65536 / (threads * min_blocks) (a multiple of 8); the warpgroups share that."""
+        launch = 65536 // (self.threads * max(self.min_blocks, 1)) // 8 * 8
+        total = launch * (self.consumers + 1)
+        prod = self.producer_regs or 40
+        cons = self.consumer_regs or min(240, (total - prod) // self.consumers // 8 * 8)
+        return cons, prod
+
+    @property
     def name(self) -> str:
         h0 = {None: "h0none", "float32": "h0f32", "bfloat16": "h0bf16"}[self.initial_state]
         ht = "ht" if self.final_state else "htnone"
-        return "k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}_bv{self.block_v}"
+        return ("k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}"
+                + (f"_c{self.consumers}" if self.consumers != 1 else "") + (f"_probe_{self.probe}" if self.probe else ""))
 
     def pass_configs(self) -> dict:
         return {}

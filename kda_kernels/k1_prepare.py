@@ -7,19 +7,21 @@ tokens it computes, with G the per-channel cumulative base-2 log-decay inside th
     kd = k 2^G        qd = scale q 2^G        kr = k 2^(G_C - G)       gC = 2^G_C
     L  = strictly_lower(kd ki^T) * beta_row,   ki = k 2^-G
     A  = (I + L)^-1                             (forward substitution in fp32)
-    Ab = A diag(beta)                           (so K2 needs no beta: U = Ab (v - kd S0))
+    Ab = A diag(beta)
+    Wk = Ab kd        U0 = Ab v                 (the WY form: K2's chain is U = U0 - Wk S0)
     Mqk = lower_incl_diag(qd ki^T)
 
-and writes them to the workspace read by K2. Chunk j of sequence n goes to slot
-b * ceil(T / 16) + j in a fixed batch and to slot bos_n // 16 + n + j in a varlen one, so
+and writes Wk, qd, kr, U0, Mqk, gC to the workspace read by K2. Chunk j of sequence n goes to
+slot b * ceil(T / 16) + j in a fixed batch and to slot bos_n // 16 + n + j in a varlen one, so
 that K2 finds a sequence's first slot in O(1) and K1 a slot's sequence by binary search.
 Slots that hold no chunk (at most one per sequence, plus the tail) write nothing.
 
 q, k and g are staged in shared memory by vectorized loads. Then a thread owns one (chunk,
 channel) column at a time: it keeps the gate's cumsum G in registers and forms every output of
 its column there, so the per-element work needs no barrier. Accurate math runs on the MUFU unit:
-2^x = ex2.approx, sigmoid = rcp.approx(1 + ex2.approx(-x log2 e)) (relative errors ~2^-22).
-Variants measured on the H200 are in bench/NOTES.md (session 7).
+2^x = ex2.approx, sigmoid = rcp.approx(1 + ex2.approx(-x log2 e)) (relative errors ~2^-22; the
+ftz forms by default). Wk and U0 are two small mma products of the block-diagonal Ab.
+Variants measured on the H200 are in bench/NOTES.md (sessions 7 and 8).
 """
 
 import tilelang.language as T
@@ -30,6 +32,7 @@ from .configs import CHUNK, SEARCH_STEPS, K1Config  # noqa: F401  (re-exported)
 
 def build_k1(cfg: K1Config):
     K = cfg.head_dim
+    V = K
     C = CHUNK
     CPB = cfg.chunks_per_cta
     R = C * CPB
@@ -52,8 +55,7 @@ def build_k1(cfg: K1Config):
     N1 = T.dynamic("N1")
 
     @T.macro
-    def _body(q, k, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale,
-              kd, qd, kr, Ab, Mqk, gC):
+    def _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Mqk, gC):
         with T.Kernel(T.ceildiv(NC, CPB), HV, threads=cfg.threads) as (bc, hv):
             slot_b = T.alloc_shared((CPB,), "int32")
             slot_t0 = T.alloc_shared((CPB,), "int32")
@@ -61,7 +63,9 @@ def build_k1(cfg: K1Config):
 
             q_s = T.alloc_shared((R, K), cfg.in_dtype)
             k_s = T.alloc_shared((R, K), cfg.in_dtype)
-            g_s = T.alloc_shared((R, K), cfg.in_dtype)
+            # g staged in fp16 (exact for 2^-14 <= |g| <= 65504; beyond, the gate saturates as it
+            # does in bf16), and each column's kd then written over it for the Wk product
+            g_s = T.alloc_shared((R, K), cfg.ws_dtype)
             beta_s = T.alloc_shared((R,), accum)
             rq_s = T.alloc_shared((R,), accum)
             rk_s = T.alloc_shared((R,), accum)
@@ -69,6 +73,11 @@ def build_k1(cfg: K1Config):
             ki_s = T.alloc_shared((R, K), cfg.in_dtype)
             L_s = T.alloc_shared((R, C), accum)
             M_s = T.alloc_shared((R, C), accum)
+
+            # the operands of Wk = Ab kd and U0 = Ab v: v in fp16 and the block-diagonal Ab
+            v_s = T.alloc_shared((R, V), cfg.ws_dtype)
+            Ab_s = T.alloc_shared((R, R), cfg.mat_dtype)
+            WU = T.alloc_fragment((R, K), accum)
 
             sq = T.alloc_fragment((R, K), accum)
             nrm = T.alloc_fragment((R,), accum)
@@ -128,7 +137,7 @@ def build_k1(cfg: K1Config):
                 valid = r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
                 q_s[r, d] = T.if_then_else(valid, q[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
                 k_s[r, d] = T.if_then_else(valid, k[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
-                g_s[r, d] = T.if_then_else(valid, g[slot_b[c], t, hv, d], T.Cast(cfg.in_dtype, 0))
+                g_s[r, d] = T.Cast(g_s.dtype, T.if_then_else(valid, g[slot_b[c], t, hv, d], T.Cast(cfg.in_dtype, 0)))
             for r in T.Parallel(R):
                 c = r // C
                 valid = (r % C < slot_len[c] and slot_t0[c] + r % C >= 0 and slot_t0[c] + r % C < Tn
@@ -170,9 +179,9 @@ def build_k1(cfg: K1Config):
                 live = slot_len[c] > 0 and bc * CPB + c < NC
                 for i in T.unroll(C):
                     e_pos = pow2(gcol[i], fast)
+                    g_s[c * C + i, d] = T.Cast(cfg.ws_dtype, kn[i] * e_pos)
                     if live:
                         row = (bc * CPB + c) * C + i
-                        kd[hv, row, d] = T.Cast(cfg.ws_dtype, kn[i] * e_pos)
                         qd[hv, row, d] = T.Cast(cfg.ws_dtype, qn[i] * e_pos)
                         kr[hv, row, d] = T.Cast(cfg.ws_dtype, kn[i] * pow2(gcol[C - 1] - gcol[i], fast))
                     ki_s[c * C + i, d] = T.Cast(cfg.in_dtype, kn[i] * pow2(-gcol[i], fast))
@@ -193,6 +202,25 @@ def build_k1(cfg: K1Config):
                 c = r // C
                 if slot_len[c] > 0 and bc * CPB + c < NC:
                     Mqk[hv, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
+            # v in fp16 (|v| must stay below 65504, as K2's state), rows past the chunk's end zero
+            # (an explicit guard around the 16-byte load: with the cast inside one expression,
+            # TileLang hoists the load above the guard)
+            for r, e8 in T.Parallel(R, V // 8):
+                c = r // C
+                t = slot_t0[c] + r % C
+                vv = T.alloc_local((8,), cfg.in_dtype)
+                if r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B:
+                    for i in T.vectorized(8):
+                        vv[i] = v[slot_b[c], t, hv, e8 * 8 + i]
+                else:
+                    for i in T.vectorized(8):
+                        vv[i] = T.Cast(cfg.in_dtype, 0)
+                for i in T.vectorized(8):
+                    v_s[r, e8 * 8 + i] = T.Cast(cfg.ws_dtype, vv[i])
+            # the off-diagonal blocks of the block-diagonal Ab
+            for r, j in T.Parallel(R, R):
+                if r // C != j // C:
+                    Ab_s[r, j] = T.Cast(cfg.mat_dtype, 0)
 
             # A = (I + L)^-1 by forward substitution, A[i, :] = e_i - sum_{m < i} L[i, m] A[m, :]:
             # the thread of (chunk, column j) keeps column j of A in registers.
@@ -206,10 +234,25 @@ def build_k1(cfg: K1Config):
                         if m < i:
                             acc4 = acc4 - L_s[c * C + i, m] * acol[m]
                     acol[i] = acc4
-                live = slot_len[c] > 0 and bc * CPB + c < NC
                 for i in T.unroll(C):
-                    if live:
-                        Ab[hv, (bc * CPB + c) * C + i, j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[c * C + j])
+                    Ab_s[c * C + i, c * C + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[c * C + j])
+
+            # Wk = Ab kd and U0 = Ab v, each staged in its operand's buffer (free after the
+            # product) so that the global stores are 16-byte rows
+            T.gemm(Ab_s, g_s, WU, clear_accum=True)
+            for r, e in T.Parallel(R, K):
+                g_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
+            for r, e in T.Parallel(R, K):
+                c = r // C
+                if slot_len[c] > 0 and bc * CPB + c < NC:
+                    Wk[hv, (bc * CPB + c) * C + r % C, e] = g_s[r, e]
+            T.gemm(Ab_s, v_s, WU, clear_accum=True)
+            for r, e in T.Parallel(R, V):
+                v_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
+            for r, e in T.Parallel(R, V):
+                c = r // C
+                if slot_len[c] > 0 and bc * CPB + c < NC:
+                    U0[hv, (bc * CPB + c) * C + r % C, e] = v_s[r, e]
 
     # One signature; a fixed batch drops cu_seqlens, so that it stays out of the IR that `verify`
     # and `host_codegen` read.
@@ -217,6 +260,7 @@ def build_k1(cfg: K1Config):
     def k1_prepare(
         q: T.Tensor((B, Tn, H, K), cfg.in_dtype),
         k: T.Tensor((B, Tn, H, K), cfg.in_dtype),
+        v: T.Tensor((B, Tn, HV, V), cfg.in_dtype),
         g: T.Tensor((B, Tn, HV, K), cfg.in_dtype),
         beta: T.Tensor((B, Tn, HV), cfg.in_dtype),
         A_log: T.Tensor((HV,), "float32"),
@@ -224,13 +268,15 @@ def build_k1(cfg: K1Config):
         cu_seqlens: T.Tensor((N1,), "int64"),
         lower_bound: T.float32,
         scale: T.float32,
-        kd: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
+        Wk: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
         qd: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
         kr: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
-        Ab: T.Tensor((HV, NC * C, C), cfg.mat_dtype),
+        U0: T.Tensor((HV, NC * C, V), cfg.ws_dtype),
         Mqk: T.Tensor((HV, NC * C, C), cfg.mat_dtype),
         gC: T.Tensor((HV, NC, K), "float32"),
     ):
-        _body(q, k, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, kd, qd, kr, Ab, Mqk, gC)
+        _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Mqk, gC)
 
+    # One signature; a fixed batch drops cu_seqlens, so that it stays out of the IR that `verify`
+    # and `host_codegen` read.
     return k1_prepare if cfg.varlen else _tir.drop_params(k1_prepare, ["cu_seqlens"])

@@ -1,62 +1,119 @@
-"""K2, the chunk recurrence.
+"""K2, the chunk recurrence, in the WY form with the state in registers.
 
-One program per (block of `block_v` value columns, value head, sequence) walks the chunks of
-its sequence in order. The state is kept transposed, St = S^T [V, K] (the "state_v_first"
-layout of initial_state/final_state), as an fp32 register fragment. Per chunk, with the
-workspace written by K1 (kd, qd, kr [C, K]; Ab = A diag(beta), Mqk [C, C]; gC [K]):
+One program per (block of 64 x `consumers` value rows, value head, sequence) walks the chunks
+of its sequence in order. Each consumer warpgroup holds 64 rows of St = S^T [V, K] (the
+"state_v_first" layout of initial_state/final_state) as an fp32 register fragment. With the
+workspace written by K1 (Wk = A diag(beta) kd, qd, kr [C, K]; U0 = A diag(beta) v [C, V];
+Mqk [C, C]; gC [K]), per chunk:
 
-    Wt   = v^T - St kd^T                    (V x C)
-    Ut   = Wt Ab^T                          (= (A diag(beta) (v - kd S0))^T)
-    out^T = St qd^T + Ut Mqk^T
+    Sh   = fp16(St)                         (the A operand of wgmma, from registers)
+    Ut   = U0^T - Sh Wk^T                   (V x C; = (A diag(beta) (v - kd S0))^T)
+    Ot   = Sh qd^T + Ut Mqk^T               (the output, transposed)
     St   = St diag(gC) + Ut kr
 
-Columns of S evolve independently, so V splits across programs with no communication.
+so the chain per chunk is two dependent wgmma groups. A loading warpgroup fills a ring of
+`stages` slots by TMA; the roles meet only at the ring's mbarriers, with no CTA-wide barrier
+per chunk.
 """
 import tilelang.language as T
 
 from . import _math, _tir
 from .configs import CHUNK, K2Config  # noqa: F401  (re-exported)
 
+WARPGROUP = 128
+
 
 def build_k2(cfg: K2Config):
-    K = cfg.head_dim
-    V = cfg.value_dim
-    C = CHUNK
-    BV = cfg.block_v
-    accum = "float32"
-    assert V % BV == 0
+    K, V, C = cfg.head_dim, cfg.value_dim, CHUNK
+    NW = cfg.consumers
+    BV = 64
+    BP = BV * NW
+    S = cfg.stages
+    assert V % BP == 0 and NW in (1, 2)
+    f32, op, bf = "float32", cfg.ws_dtype, cfg.in_dtype
+    creg, preg = cfg.regs
+    launch = 65536 // (cfg.threads * max(cfg.min_blocks, 1)) // 8 * 8
+    if NW * creg + preg > (NW + 1) * launch:
+        raise ValueError(f"{cfg.name}: {NW} x {creg} + {preg} registers a thread asked for; "
+                         f"the launch provides {NW + 1} x {launch}")
 
     B = T.dynamic("B")
     Tn = T.dynamic("T")
-    HV = T.dynamic("HV")  # value heads (= H without GVA): K2 never reads q or k
+    HV = T.dynamic("HV")
     NC = T.dynamic("NC")
     N1 = T.dynamic("N1")
-    NS = N1 - 1 if cfg.varlen else B  # number of sequences: rows of the state tensors
-    h0_dtype = cfg.initial_state or accum
-    ht_dtype = cfg.final_state_dtype or accum
+    NS = N1 - 1 if cfg.varlen else B
+    h0_dtype = cfg.initial_state or f32
+    ht_dtype = cfg.final_state_dtype or f32
 
     @T.macro
-    def _body(v, kd, qd, kr, Ab, Mqk, gC, cu_seqlens, h0, o, ht):
-        # The sequence is grid x (up to 2^31 - 1; y and z stop at 65535), and by = hv * (V / BV) + bv.
-        with T.Kernel(NS, HV * (V // BV), threads=cfg.threads) as (n, by):
-            hv = by // (V // BV)
-            bv = by % (V // BV)
-            kd_s = T.alloc_shared((C, K), cfg.ws_dtype)
-            qd_s = T.alloc_shared((C, K), cfg.ws_dtype)
-            kr_s = T.alloc_shared((C, K), cfg.ws_dtype)
-            Ab_s = T.alloc_shared((C, C), cfg.mat_dtype)
-            Mqk_s = T.alloc_shared((C, C), cfg.mat_dtype)
-            gC_s = T.alloc_shared((K,), accum)
-            v_s = T.alloc_shared((C, BV), cfg.in_dtype)
-            St_s = T.alloc_shared((BV, K), cfg.ws_dtype)
-            Wt_s = T.alloc_shared((BV, C), cfg.mat_dtype)
-            Ut_s = T.alloc_shared((BV, C), cfg.ws_dtype)
-            o_s = T.alloc_shared((C, BV), cfg.in_dtype)
+    def consumer(w, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty,
+                 h0, o, ht, b, n, hv, vb, bos, seqlen, nch):
+        T.set_max_nreg(creg, 1)
+        v0 = vb * BP + w * BV
+        if cfg.initial_state is not None:
+            T.copy(h0[n, hv, v0:v0 + BV, :], St)
+        else:
+            T.clear(St)
+        for c in T.serial(nch):
+            s = c % S
+            T.barrier_wait(full[s], (c // S) % 2)
+            T.copy(St, Sh)
+            T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
+            T.wgmma_gemm(Sh, qd_r[s, :, :], Oa, transpose_B=True, clear_accum=True)
+            T.wait_wgmma(1)
+            # after the wait: before it, ptxas injects a full wait (C7517) for St
+            for j, d in T.Parallel(BV, K):
+                St[j, d] = St[j, d] * gC_r[s, d]
+            for j, r in T.Parallel(BV, C):
+                Uh[j, r] = T.Cast(op, T.Cast(f32, U0_r[s, r, w * BV + j]) - WO[j, r])
+            T.wgmma_gemm(Uh, kr_r[s, :, :], St)
+            T.wgmma_gemm(Uh, Mqk_r[s, :, :], Oa, transpose_B=True)
+            T.wait_wgmma(0)
+            T.barrier_arrive(empty[s])
+            if cfg.probe != "no_store":
+                for j, r in T.Parallel(BV, C):
+                    if c * C + r < seqlen:
+                        o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
+        if cfg.final_state:
+            T.copy(St, ht[n, hv, v0:v0 + BV, :])
 
-            St = T.alloc_fragment((BV, K), accum)
-            Wt = T.alloc_fragment((BV, C), accum)
-            Ut = T.alloc_fragment((BV, C), accum)
-            Ot = T.alloc_fragment((BV, C), accum)
+    @T.macro
+    def loader(tx, Wk, qd, kr, U0, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty, hv, vb, slot0, nch):
+        T.set_max_nreg(preg, 0)
+        if tx - NW * WARPGROUP < 32:
+            for c in T.serial(nch):
+                s = c % S
+                T.barrier_wait(empty[s], (c // S + 1) % 2)
+                row0 = (slot0 + c) * C
+                T.tma_copy(Wk[hv, row0:row0 + C, :], Wk_r[s, :, :], barrier=full[s])
+                T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
+                T.tma_copy(kr[hv, row0:row0 + C, :], kr_r[s, :, :], barrier=full[s])
+                T.tma_copy(U0[hv, row0:row0 + C, vb * BP:(vb + 1) * BP], U0_r[s, :, :], barrier=full[s])
+                T.tma_copy(Mqk[hv, row0:row0 + C, :], Mqk_r[s, :, :], barrier=full[s])
+                T.tma_copy(gC[hv, slot0 + c, :], gC_r[s, :], barrier=full[s])
+                T.barrier_arrive(full[s])
+
+    @T.macro
+    def _body(Wk, qd, kr, U0, Mqk, gC, cu_seqlens, h0, o, ht):
+        # The sequence is grid x (up to 2^31 - 1; y and z stop at 65535), and by = hv * (V / BP) + vb.
+        with T.Kernel(NS, HV * (V // BP), threads=cfg.threads) as (n, by):
+            hv = by // (V // BP)
+            vb = by % (V // BP)
+            Wk_r = T.alloc_shared((S, C, K), op)
+            qd_r = T.alloc_shared((S, C, K), op)
+            kr_r = T.alloc_shared((S, C, K), op)
+            U0_r = T.alloc_shared((S, C, BP), op)
+            Mqk_r = T.alloc_shared((S, C, C), op)
+            gC_r = T.alloc_shared((S, K), f32)
+            full = T.alloc_barrier(arrive_count=[32] * S)
+            empty = T.alloc_barrier(arrive_count=[NW * WARPGROUP] * S)
+
+            frags = [(T.alloc_fragment((BV, K), f32), T.alloc_fragment((BV, K), op), T.alloc_fragment((BV, C), f32),
+                      T.alloc_fragment((BV, C), f32), T.alloc_fragment((BV, C), op)) for _ in range(NW)]
+
+            if cfg.min_blocks:
+                T.annotate_min_blocks_per_sm(cfg.min_blocks)
 
             bos = T.alloc_var("int32", init=0)
             seqlen = T.alloc_var("int32", init=0)
@@ -71,58 +128,30 @@ def build_k2(cfg: K2Config):
                 seqlen = Tn
                 slot0 = n * T.ceildiv(Tn, C)
             slot0 = T.max(slot0, 0)
-            n_chunks = T.max(T.min(T.ceildiv(seqlen, C), NC - slot0), 0)
+            nch = T.max(T.min(T.ceildiv(seqlen, C), NC - slot0), 0)
             b = 0 if cfg.varlen else n
 
-            if cfg.initial_state is not None:
-                T.copy(h0[n, hv, bv * BV:(bv + 1) * BV, :], St)
+            ring = (Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
+            tx = T.get_thread_binding()
+            args = (*ring, full, empty, h0, o, ht, b, n, hv, vb, bos, seqlen, nch)
+            if tx < WARPGROUP:
+                consumer(0, *frags[0], *args)
+            elif NW == 2 and tx < 2 * WARPGROUP:
+                consumer(1, *frags[-1], *args)
             else:
-                T.clear(St)
+                loader(tx, Wk, qd, kr, U0, Mqk, gC, *ring, full, empty, hv, vb, slot0, nch)
 
-            for c in T.Pipelined(n_chunks, num_stages=cfg.num_stages):
-                row0 = (slot0 + c) * C
-                T.copy(kd[hv, row0:row0 + C, :], kd_s)
-                T.copy(qd[hv, row0:row0 + C, :], qd_s)
-                T.copy(kr[hv, row0:row0 + C, :], kr_s)
-                T.copy(Ab[hv, row0:row0 + C, :], Ab_s)
-                T.copy(Mqk[hv, row0:row0 + C, :], Mqk_s)
-                T.copy(gC[hv, slot0 + c, :], gC_s)
-                # Rows past the sequence end belong to the next sequence (or lie past T, where
-                # the bulk copy fills zeros); they are masked where Wt is formed.
-                T.copy(v[b, bos + c * C:bos + c * C + C, hv, bv * BV:(bv + 1) * BV], v_s)
-
-                T.copy(St, St_s)
-                T.gemm(St_s, kd_s, Wt, transpose_B=True, clear_accum=True)
-                T.gemm(St_s, qd_s, Ot, transpose_B=True, clear_accum=True)
-                for j, r in T.Parallel(BV, C):
-                    Wt_s[j, r] = T.Cast(cfg.mat_dtype, T.if_then_else(
-                        c * C + r < seqlen, T.Cast(accum, v_s[r, j]) - Wt[j, r], 0.0))
-                T.gemm(Wt_s, Ab_s, Ut, transpose_B=True, clear_accum=True)
-                T.copy(Ut, Ut_s)
-                T.gemm(Ut_s, Mqk_s, Ot, transpose_B=True)
-                for j, d in T.Parallel(BV, K):
-                    St[j, d] = St[j, d] * gC_s[d]
-                T.gemm(Ut_s, kr_s, St)
-
-                for j, r in T.Parallel(BV, C):
-                    o_s[r, j] = T.Cast(cfg.in_dtype, Ot[j, r])
-                for r, j in T.Parallel(C, BV):
-                    if c * C + r < seqlen:
-                        o[b, bos + c * C + r, hv, bv * BV + j] = o_s[r, j]
-
-            if cfg.final_state:
-                T.copy(St, ht[n, hv, bv * BV:(bv + 1) * BV, :])
-
+    # A fresh T.Tensor per parameter: parameters annotated with one shared T.Tensor object become
+    # one buffer (TileLang 0.1.x; `verify` checks it: model.params).
     ws = dict(
-        kd=T.Tensor((HV, NC * C, K), cfg.ws_dtype),
-        qd=T.Tensor((HV, NC * C, K), cfg.ws_dtype),
-        kr=T.Tensor((HV, NC * C, K), cfg.ws_dtype),
-        Ab=T.Tensor((HV, NC * C, C), cfg.mat_dtype),
-        Mqk=T.Tensor((HV, NC * C, C), cfg.mat_dtype),
-        gC=T.Tensor((HV, NC, K), accum),
+        Wk=T.Tensor((HV, NC * C, K), op),
+        qd=T.Tensor((HV, NC * C, K), op),
+        kr=T.Tensor((HV, NC * C, K), op),
+        U0=T.Tensor((HV, NC * C, V), op),
+        Mqk=T.Tensor((HV, NC * C, C), op),
+        gC=T.Tensor((HV, NC, K), f32),
     )
-    v_t = T.Tensor((B, Tn, HV, V), cfg.in_dtype)
-    o_t = T.Tensor((B, Tn, HV, V), cfg.in_dtype)
+    o_t = T.Tensor((B, Tn, HV, V), bf)
     h0_t = T.Tensor((NS, HV, V, K), h0_dtype)
     ht_t = T.Tensor((NS, HV, V, K), ht_dtype)
     cu_t = T.Tensor((N1,), "int64")
@@ -130,9 +159,9 @@ def build_k2(cfg: K2Config):
     # One signature with every optional tensor; the absent ones are dropped (not null), so that
     # they stay out of the IR that `verify` and `host_codegen` read.
     @T.prim_func
-    def k2_recurrence(v: v_t, kd: ws["kd"], qd: ws["qd"], kr: ws["kr"], Ab: ws["Ab"], Mqk: ws["Mqk"], gC: ws["gC"],
+    def k2_recurrence(Wk: ws["Wk"], qd: ws["qd"], kr: ws["kr"], U0: ws["U0"], Mqk: ws["Mqk"], gC: ws["gC"],
                       cu_seqlens: cu_t, h0: h0_t, o: o_t, ht: ht_t):
-        _body(v, kd, qd, kr, Ab, Mqk, gC, cu_seqlens, h0, o, ht)
+        _body(Wk, qd, kr, U0, Mqk, gC, cu_seqlens, h0, o, ht)
 
     absent = [name for name, present in (("cu_seqlens", cfg.varlen), ("h0", cfg.initial_state is not None),
                                          ("ht", cfg.final_state)) if not present]

@@ -8,7 +8,7 @@ Pure torch, on whatever device the inputs live; everything is computed in float6
 - `kda_decode`      one (or a few) tokens per sequence against a state pool, as serving calls it.
 - `segment_maps`    the sequence split's pass A: each segment's affine map S_end = M S_start + B.
 - `kda_segmented`   the sequence split: pass A, an fp64 scan over segments, pass C.
-- `chunk_workspace` the per-chunk quantities K1 writes (kd, qd, kr, Ab, Mqk, gC), in K1's layout.
+- `chunk_workspace` the per-chunk quantities K1 writes (Wk, qd, kr, U0, Mqk, gC), in K1's layout.
 - `rel_err`         ||out - ref|| / ||ref||, the project's accuracy measure.
 - `random_inputs`   random test inputs in the kernel's dtypes.
 
@@ -349,17 +349,17 @@ def kda_segmented(q, k, v, g, beta, *, segment_chunks, gate_kind="safe", A_log=N
     return o.reshape(Bt, T, H, V), final
 
 
-def chunk_workspace(q, k, g, beta, *, gate_kind="safe", A_log=None, dt_bias=None, lower_bound=-5.0,
+def chunk_workspace(q, k, v, g, beta, *, gate_kind="safe", A_log=None, dt_bias=None, lower_bound=-5.0,
                     scale=None, cu_seqlens=None, use_qk_l2norm=True, use_beta_sigmoid=True,
                     chunk=CHUNK, slots_per_block=256):
     """K1's workspace in float64 and in K1's layout (see k1_prepare.py).
 
     Chunk slots are numbered sequence by sequence (for fixed batches, slot = b * ceil(T/C) + chunk);
     NS = sum_n ceil(len_n / C) slots are returned (a varlen K1 allocates more and leaves the rest).
-    Returns a dict: kd, qd, kr [H, NS*C, K]; Ab = A diag(beta) and Mqk [H, NS*C, C];
-    gC = exp(G_C) [H, NS, K]; slot_seq, slot_t0 (first token row in the flattened (B, T)),
-    slot_len [NS] int64. Pad rows of a tail chunk are zero in every matrix."""
-    tk = _tokens(q, k, None, g, beta, gate_kind=gate_kind, A_log=A_log, dt_bias=dt_bias,
+    Returns a dict: Wk = A diag(beta) kd, qd, kr [H, NS*C, K]; U0 = A diag(beta) v [H, NS*C, V];
+    Mqk [H, NS*C, C]; gC = exp(G_C) [H, NS, K]; slot_seq, slot_t0 (first token row in the flattened
+    (B, T)), slot_len [NS] int64. Pad rows of a tail chunk are zero in every matrix."""
+    tk = _tokens(q, k, v, g, beta, gate_kind=gate_kind, A_log=A_log, dt_bias=dt_bias,
                  lower_bound=lower_bound, scale=scale, cu_seqlens=cu_seqlens,
                  use_qk_l2norm=use_qk_l2norm, use_beta_sigmoid=use_beta_sigmoid)
     H, K, C = tk.H, tk.K, chunk
@@ -374,7 +374,7 @@ def chunk_workspace(q, k, g, beta, *, gate_kind="safe", A_log=None, dt_bias=None
     r = torch.arange(C, device=dev)
     idx = torch.where(r < slot_len[:, None], slot_t0[:, None] + r, tk.dummy)  # [NS, C]
 
-    out = {name: [] for name in ("kd", "qd", "kr", "Ab", "Mqk", "gC")}
+    out = {name: [] for name in ("Wk", "qd", "kr", "U0", "Mqk", "gC")}
     for s0 in range(0, NS, slots_per_block):
         rows = idx[s0:s0 + slots_per_block]
         ns = rows.shape[0]
@@ -385,10 +385,11 @@ def chunk_workspace(q, k, g, beta, *, gate_kind="safe", A_log=None, dt_bias=None
 
         b = take(tk.beta)
         kd, qd, kr, gC, _, A, Mqk = _chunk_prepare(take(tk.q), take(tk.k), take(tk.g), b)
-        for name, x in (("kd", kd), ("qd", qd), ("kr", kr), ("Ab", A * b.unsqueeze(-2)), ("Mqk", Mqk)):
+        Ab = A * b.unsqueeze(-2)
+        for name, x in (("Wk", Ab @ kd), ("qd", qd), ("kr", kr), ("U0", Ab @ take(tk.v)), ("Mqk", Mqk)):
             out[name].append(x.reshape(H, ns * C, x.shape[-1]))
         out["gC"].append(gC)
-    empty = {"kd": K, "qd": K, "kr": K, "Ab": C, "Mqk": C}
+    empty = {"Wk": K, "qd": K, "kr": K, "U0": v.shape[-1], "Mqk": C}
     ws = {name: (torch.cat(xs, dim=1) if xs else torch.zeros(H, 0, empty.get(name, K), dtype=F64, device=dev))
           for name, xs in out.items()}
     ws.update(slot_seq=slot_seq, slot_t0=slot_t0, slot_len=slot_len)

@@ -62,11 +62,8 @@ def _released() -> tuple[Build, ...]:
     for varlen, fast_math in itertools.product((False, True), (False, True)):
         builds.append(Build("k1", K1Config(varlen=varlen, fast_math=fast_math)))
     # K2 does no transcendental math, so fast_math selects only among K1 builds.
-    # Two value-block widths: 32 doubles the programs for inputs with few (sequence, head) pairs.
-    for varlen, h0, out_final, block_v in itertools.product(
-            (False, True), (None, "float32", "bfloat16"), (False, True), (64, 32)):
-        builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final,
-                                           block_v=block_v)))
+    for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
+        builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final)))
     # kda_decode: with a token axis S (1..8 tokens) is a shape variable; without one the token
     # inputs are [N, ...], the common one-token call, which then needs no views on the host.
     for state_dtype, fast_math, token_axis in itertools.product(("float32", "bfloat16"), (False, True),

@@ -28,9 +28,9 @@ def _buffers(k1, k2, q, v, cu_seqlens):
     NC = workspace_slots(B, T, n_seqs, c1.varlen)
     dev = q.device
     ws_dt, mat_dt = _TORCH_DTYPE[c1.ws_dtype], _TORCH_DTYPE[c1.mat_dtype]
-    kd = torch.empty(HV, NC * 16, K, dtype=ws_dt, device=dev)
-    ws = dict(kd=kd, qd=torch.empty_like(kd), kr=torch.empty_like(kd),
-              Ab=torch.empty(HV, NC * 16, 16, dtype=mat_dt, device=dev),
+    Wk = torch.empty(HV, NC * 16, K, dtype=ws_dt, device=dev)
+    ws = dict(Wk=Wk, qd=torch.empty_like(Wk), kr=torch.empty_like(Wk),
+              U0=torch.empty(HV, NC * 16, V, dtype=ws_dt, device=dev),
               Mqk=torch.empty(HV, NC * 16, 16, dtype=mat_dt, device=dev),
               gC=torch.empty(HV, NC, K, dtype=torch.float32, device=dev))
     o = torch.empty(B, T, HV, V, dtype=v.dtype, device=dev)
@@ -44,10 +44,10 @@ def _buffers(k1, k2, q, v, cu_seqlens):
 
 
 def _args(k1, k2, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale, ws, o, ht):
-    W = [ws[n] for n in ("kd", "qd", "kr", "Ab", "Mqk", "gC")]
+    W = [ws[n] for n in ("Wk", "qd", "kr", "U0", "Mqk", "gC")]
     cu = [cu_seqlens] if k1.config.varlen else []
-    a1 = [q, k, g, beta, A_log, dt_bias] + cu + [float(lower_bound), float(scale)] + W
-    a2 = [v] + W + cu + ([initial_state] if k2.config.initial_state is not None else []) + [o]
+    a1 = [q, k, v, g, beta, A_log, dt_bias] + cu + [float(lower_bound), float(scale)] + W
+    a2 = W + cu + ([initial_state] if k2.config.initial_state is not None else []) + [o]
     a2 += [ht] if ht is not None else []
     return a1, a2
 

@@ -11,19 +11,9 @@ from . import gate
 _STATE_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
 
 
-# With fewer than this many (sequence, head, 64-column block) programs, K2 runs 32-column
-# blocks instead: H64 1x8192 0.66 ms against 0.75 ms, H8 1x65536 3.98 against 5.91; at
-# H96 1x8192, 64 columns win (0.95 against 1.32). bench/results/2026-11-29-variants.json.
-NARROW_BLOCK_BELOW = 132
-_NARROW_ROWS = NARROW_BLOCK_BELOW // 2  # (sequences x heads) below which K2 uses 32-column blocks
-
-
-def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optional[str], output_final_state: bool,
-                  programs_per_64_columns: int = NARROW_BLOCK_BELOW):
+def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optional[str], output_final_state: bool):
     k1 = registry.find("k1", varlen=varlen, fast_math=fast_math)
-    block_v = 32 if programs_per_64_columns < NARROW_BLOCK_BELOW else 64
-    k2 = registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state,
-                       block_v=block_v)
+    k2 = registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state)
     return k1, k2
 
 
@@ -52,7 +42,7 @@ def _entry(k1, k2):
     return lambda *a: _launch.launch(k1, k2, *a)
 
 
-# (fixed batch, fast_math, initial_state dtype, output_final_state, narrow K2 blocks) -> the entry's call
+# (fixed batch, fast_math, initial_state dtype, output_final_state) -> the entry's call
 _ENTRIES: dict = {}
 _LOADED: list = []
 
@@ -64,16 +54,6 @@ def empty_cache() -> int:
     return sum(e.release_workspaces() for e in _LOADED if hasattr(e, "release_workspaces"))
 
 
-def _programs(q, v, cu_seqlens) -> int:
-    """K2's program count at 64 value columns (one per sequence and value head); shapes are
-    validated later, by the entry."""
-    try:
-        n_seqs = cu_seqlens.shape[0] - 1 if cu_seqlens is not None else q.shape[0]
-        return n_seqs * v.shape[2] * max(1, v.shape[-1] // 64)
-    except (AttributeError, IndexError, TypeError):
-        return NARROW_BLOCK_BELOW
-
-
 def _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math):
     if initial_state is not None and not isinstance(initial_state, torch.Tensor):
         raise TypeError(f"initial_state: expected a torch.Tensor or None, got {type(initial_state).__name__}")
@@ -82,8 +62,7 @@ def _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math):
     return select_builds(
         varlen=cu_seqlens is not None, fast_math=bool(fast_math),
         initial_state_dtype=None if initial_state is None else _STATE_DTYPES[initial_state.dtype],
-        output_final_state=bool(output_final_state),
-        programs_per_64_columns=_programs(q, v, cu_seqlens))
+        output_final_state=bool(output_final_state))
 
 
 def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None, initial_state=None,
@@ -141,7 +120,7 @@ def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, sca
         return _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
                              cu_seqlens, fast_math, out, final_state_out)
     try:  # the steady-state path: ~1 us of Python before the one call into the entry
-        fn = _ENTRIES[_dispatch_key(v, cu_seqlens, initial_state, output_final_state, fast_math)]
+        fn = _ENTRIES[_dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math)]
     except (KeyError, AttributeError, IndexError, TypeError):
         fn = _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
     try:
@@ -152,14 +131,11 @@ def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, sca
         raise
 
 
-def _dispatch_key(v, cu_seqlens, initial_state, output_final_state, fast_math):
-    """The key of _ENTRIES and _RAW: what selects the (K1, K2) pair, with K2's narrow value block
-    below _NARROW_ROWS (sequences x value heads). Raises on malformed inputs (the callers then
-    take the checked path)."""
-    vs = v.shape
-    narrow = (vs[0] if cu_seqlens is None else len(cu_seqlens) - 1) * vs[2] < _NARROW_ROWS
+def _dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math):
+    """The key of _ENTRIES and _RAW: what selects the (K1, K2) pair. Raises on a malformed
+    initial_state (the callers then take the checked path)."""
     return (cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
-            output_final_state, narrow)
+            output_final_state)
 
 
 _TENSOR_ARGS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")
@@ -177,7 +153,7 @@ def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_
             if t is not None and not isinstance(t, torch.Tensor):
                 raise TypeError(f"{name}: expected a torch.Tensor or None, got {type(t).__name__}")
     try:
-        raw, flags = _RAW[_dispatch_key(v, cu_seqlens, initial_state, output_final_state, fast_math)]
+        raw, flags = _RAW[_dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math)]
     except (KeyError, AttributeError, IndexError, TypeError):
         _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
         raw, flags = _raw_for(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
@@ -214,7 +190,7 @@ def _raw_for(q, v, initial_state, output_final_state, cu_seqlens, fast_math):
     entry = _gated_entry(k1, k2)
     pair = (entry.raw, launch_flags())
     key = (cu_seqlens is None, bool(fast_math), None if initial_state is None else initial_state.dtype,
-           bool(output_final_state), k2.config.block_v == 32)
+           bool(output_final_state))
     _RAW[key] = pair
     return pair
 
@@ -263,7 +239,7 @@ def _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math):
     fn = _entry(k1, k2)
     try:
         key = (cu_seqlens is None, bool(fast_math), None if initial_state is None else initial_state.dtype,
-               bool(output_final_state), k2.config.block_v == 32)
+               bool(output_final_state))
         _ENTRIES[key] = fn
     except Exception:  # a key that cannot be formed is validated (and rejected) by the entry
         pass

@@ -52,11 +52,11 @@ def test_each_call_gets_the_builds_select_builds_names(recorder):
             k1, k2, nargs = recorder[-1]
             want = api.select_builds(varlen=varlen, fast_math=fast,
                                      initial_state_dtype=None if h0 is None else api._STATE_DTYPES[h0],
-                                     output_final_state=ht, programs_per_64_columns=n * H * 2)
+                                     output_final_state=ht)
             assert (k1, k2) == want, (varlen, fast, h0, ht, n, H)
             assert nargs == 11
     assert len(recorder) == 2 * len(CONFIGS)
-    assert len(api._ENTRIES) == len(CONFIGS) // 4 * 2  # (1, 1), (65, 1) narrow; (66, 1), (3, 32) wide
+    assert len(api._ENTRIES) == len(CONFIGS) // 4  # one key for every shape
 
 
 def test_bad_keys_go_to_the_slow_path(recorder):

@@ -10,7 +10,7 @@ from kda_tile import gate
 from kda_kernels import buildkey, registry
 
 K1 = registry.find("k1", varlen=True, fast_math=False)
-K2 = registry.find("k2", varlen=False, initial_state="float32", final_state=True, block_v=64)
+K2 = registry.find("k2", varlen=False, initial_state="float32", final_state=True)
 
 
 def test_sources_follow_the_imports():
@@ -104,9 +104,9 @@ def test_a_new_import_joins_the_sources(manifest, package_copy):
 
 
 def test_changed_config_is_refused(manifest):
-    other = registry.Build("k2", dataclasses.replace(K2.config, num_stages=3))
+    other = registry.Build("k2", dataclasses.replace(K2.config, stages=4))
     assert other.name == K2.name
-    with pytest.raises(gate.UnverifiedBuildError, match=r"stale.*config.num_stages 2 -> 3"):
+    with pytest.raises(gate.UnverifiedBuildError, match=r"stale.*config.stages 3 -> 4"):
         gate.check(other)
 
 

@@ -6,7 +6,7 @@ import pytest
 from kda_tile import gate
 from kda_kernels import buildkey, registry
 
-BUILD = registry.find("k2", varlen=False, initial_state=None, final_state=False, block_v=64)
+BUILD = registry.find("k2", varlen=False, initial_state=None, final_state=False)
 
 
 @pytest.fixture

@@ -216,15 +216,15 @@ def test_workspace_reassembles_the_recurrence(cu):
     B = 2 if cu is None else 1
     args, kw = make_case(B=B, T=T, H=2, K=16, V=12, gate_kind="softplus", cu_seqlens=cu)
     o_ref, s_ref = kda_recurrent(*args, **kw)
-    ws = chunk_workspace(*args[:2], args[3], args[4], **{k_: v_ for k_, v_ in kw.items()
-                                                         if k_ not in ("initial_state", "output_final_state")})
+    ws = chunk_workspace(*args[:5], **{k_: v_ for k_, v_ in kw.items()
+                                       if k_ not in ("initial_state", "output_final_state")})
     C = 16
     lens = [T] * B if cu is None else [cu[n + 1] - cu[n] for n in range(len(cu) - 1)]
     NS = sum(-(-n // C) for n in lens)
-    assert ws["kd"].shape == (2, NS * C, 16) and ws["Ab"].shape == (2, NS * C, C)
+    assert ws["Wk"].shape == (2, NS * C, 16) and ws["U0"].shape == (2, NS * C, 12)
+    assert ws["Mqk"].shape == (2, NS * C, C)
     assert ws["gC"].shape == (2, NS, 16)
-    # A K2-style pass over the workspace, slot by slot.
-    v = args[2].double().reshape(B * T, 2, 12)
+    # A K2-style pass over the workspace, slot by slot (the WY form: U = U0 - Wk S).
     o = torch.zeros(B * T, 2, 12, dtype=torch.float64)
     S = kw["initial_state"].double().transpose(-1, -2).clone()  # [N, H, K, V]
     for s in range(NS):
@@ -232,11 +232,9 @@ def test_workspace_reassembles_the_recurrence(cu):
         rows = slice(s * C, (s + 1) * C)
         pad = ln < C
         if pad:
-            for name in ("kd", "qd", "kr", "Ab", "Mqk"):
+            for name in ("Wk", "qd", "kr", "U0", "Mqk"):
                 assert torch.count_nonzero(ws[name][:, s * C + ln:(s + 1) * C]) == 0
-        vc = torch.zeros(2, C, 12, dtype=torch.float64)
-        vc[:, :ln] = v[t0:t0 + ln].transpose(0, 1)
-        U = ws["Ab"][:, rows] @ (vc - ws["kd"][:, rows] @ S[n])
+        U = ws["U0"][:, rows] - ws["Wk"][:, rows] @ S[n]
         out = ws["qd"][:, rows] @ S[n] + ws["Mqk"][:, rows] @ U
         S[n] = ws["gC"][:, s].unsqueeze(-1) * S[n] + ws["kr"][:, rows].transpose(-1, -2) @ U
         o[t0:t0 + ln] = out[:, :ln].transpose(0, 1)
@@ -317,9 +315,8 @@ def test_cuda_matches_cpu():
         o, s = fn(*args_d, **kw_d)
         assert o.device.type == "cuda" and s.device.type == "cuda"
         assert rel_err(o, o_cpu) <= TOL and rel_err(s, s_cpu) <= TOL
-    ws = chunk_workspace(args_d[0], args_d[1], args_d[3], args_d[4], A_log=kw_d["A_log"],
-                         dt_bias=kw_d["dt_bias"], cu_seqlens=kw_d["cu_seqlens"])
-    assert ws["kd"].device.type == "cuda"
+    ws = chunk_workspace(*args_d[:5], A_log=kw_d["A_log"], dt_bias=kw_d["dt_bias"], cu_seqlens=kw_d["cu_seqlens"])
+    assert ws["Wk"].device.type == "cuda"
     x = random_inputs(1, 64, 2, device="cuda", seed=0, state_dtype=torch.float32)
     assert all(t.device.type == "cuda" for t in x.values() if isinstance(t, torch.Tensor))
 

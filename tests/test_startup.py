@@ -12,7 +12,7 @@ import pytest
 from kda_kernels import buildkey, registry
 
 ROOT = Path(__file__).resolve().parents[1]
-PAIR = (dict(varlen=True, fast_math=False), dict(varlen=True, initial_state="float32", final_state=True, block_v=32))
+PAIR = (dict(varlen=True, fast_math=False), dict(varlen=True, initial_state="float32", final_state=True))
 
 
 def _python(code, **env):
