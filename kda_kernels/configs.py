@@ -86,6 +86,9 @@ class K2Config:
     in_dtype: str = "bfloat16"
     ws_dtype: str = "float16"  # Wk, qd, kr, U0, Mqk (see K1Config)
     bank_conflict_budget: int = 8
+    # Output tile through shared memory (one 16-byte store a thread per chunk, behind a named
+    # barrier of the warpgroup) instead of 2-byte stores from the accumulator; not measured yet
+    stage_o: bool = False
     # Measurement only, never released: "no_store" skips the output stores.
     probe: str = ""
 
@@ -118,7 +121,8 @@ class K2Config:
         h0 = {None: "h0none", "float32": "h0f32", "bfloat16": "h0bf16"}[self.initial_state]
         ht = "ht" if self.final_state else "htnone"
         return ("k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}"
-                + (f"_c{self.consumers}" if self.consumers != 1 else "") + (f"_probe_{self.probe}" if self.probe else ""))
+                + (f"_c{self.consumers}" if self.consumers != 1 else "") + ("_so" if self.stage_o else "")
+                + (f"_probe_{self.probe}" if self.probe else ""))
 
     def pass_configs(self) -> dict:
         return {}
