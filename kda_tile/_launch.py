@@ -43,13 +43,18 @@ def _buffers(k1, k2, q, v, cu_seqlens):
     return ws, o, ht
 
 
+@functools.lru_cache(maxsize=None)
+def param_names(build: registry.Build) -> tuple:
+    """The kernel's parameters in call order (tensors by buffer name, scalars by name)."""
+    f = build.prim_func()
+    return tuple(f.buffer_map[p].name if p in f.buffer_map else p.name for p in f.params)
+
+
 def _args(k1, k2, q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale, ws, o, ht):
-    W = [ws[n] for n in ("Wk", "qd", "kr", "U0", "Mqk", "gC")]
-    cu = [cu_seqlens] if k1.config.varlen else []
-    a1 = [q, k, v, g, beta, A_log, dt_bias] + cu + [float(lower_bound), float(scale)] + W
-    a2 = W + cu + ([initial_state] if k2.config.initial_state is not None else []) + [o]
-    a2 += [ht] if ht is not None else []
-    return a1, a2
+    """Each kernel's arguments, taken by its parameters' names."""
+    named = dict(ws, q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu_seqlens,
+                 lower_bound=float(lower_bound), scale=float(scale), h0=initial_state, o=o, ht=ht)
+    return [named[n] for n in param_names(k1)], [named[n] for n in param_names(k2)]
 
 
 def launch(k1: registry.Build, k2: registry.Build, q, k, v, g, beta, A_log, dt_bias, cu_seqlens,
