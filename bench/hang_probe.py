@@ -38,7 +38,7 @@ torch.cuda.synchronize()
 mark("inputs")
 args = (x["q"], x["k"], x["v"], x["g"], x["beta"])
 if extra:
-    raw, lf = api._raw_for(x["q"], x["v"], x["initial_state"], state, x["cu_seqlens"], False)
+    raw, lf = api._raw_for(x["initial_state"], state, x["cu_seqlens"], False)
     o, ht = raw(*args, x["A_log"], x["dt_bias"], x["cu_seqlens"], x["initial_state"], -5.0, None, None, None,
                 (lf & ~128) | extra)
 else:

@@ -54,7 +54,7 @@ def empty_cache() -> int:
     return sum(e.release_workspaces() for e in _LOADED if hasattr(e, "release_workspaces"))
 
 
-def _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math):
+def _prepare(initial_state, output_final_state, cu_seqlens, fast_math):
     if initial_state is not None and not isinstance(initial_state, torch.Tensor):
         raise TypeError(f"initial_state: expected a torch.Tensor or None, got {type(initial_state).__name__}")
     if initial_state is not None and initial_state.dtype not in _STATE_DTYPES:
@@ -70,7 +70,7 @@ def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=No
     """Runs every check kda_prefill runs, launching nothing: the release gate of both builds,
     then the generated entry's argument checks. `device` names the device the tensors must
     share (default: a CUDA device), so the rules can be exercised on the CPU."""
-    k1, k2 = _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+    k1, k2 = _prepare(initial_state, output_final_state, cu_seqlens, fast_math)
     kw = _expect_device(device)
     entry = _gated_entry(k1, k2)
     return entry.validate_only(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
@@ -122,7 +122,7 @@ def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, sca
     try:  # the steady-state path: ~1 us of Python before the one call into the entry
         fn = _ENTRIES[_dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math)]
     except (KeyError, AttributeError, IndexError, TypeError):
-        fn = _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+        fn = _lookup(initial_state, output_final_state, cu_seqlens, fast_math)
     try:
         return fn(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale)
     except RuntimeError:
@@ -155,8 +155,8 @@ def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_
     try:
         raw, flags = _RAW[_dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math)]
     except (KeyError, AttributeError, IndexError, TypeError):
-        _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
-        raw, flags = _raw_for(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+        _lookup(initial_state, output_final_state, cu_seqlens, fast_math)
+        raw, flags = _raw_for(initial_state, output_final_state, cu_seqlens, fast_math)
     # flags bit 3: the entry returns o alone (None when out was given); only when no final state
     # would be dropped
     single = final_state_out is not None or not output_final_state
@@ -182,16 +182,14 @@ def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_
 _RAW: dict = {}
 
 
-def _raw_for(q, v, initial_state, output_final_state, cu_seqlens, fast_math):
-    k1, k2 = _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+def _raw_for(initial_state, output_final_state, cu_seqlens, fast_math):
+    k1, k2 = _prepare(initial_state, output_final_state, cu_seqlens, fast_math)
     if os.environ.get("KDA_TILE_BACKEND", "generated") != "generated":
         raise ValueError("out, final_state_out: need the generated host entry (KDA_TILE_BACKEND=generated)")
     from host_codegen.cpp_entry import launch_flags
     entry = _gated_entry(k1, k2)
     pair = (entry.raw, launch_flags())
-    key = (cu_seqlens is None, bool(fast_math), None if initial_state is None else initial_state.dtype,
-           bool(output_final_state))
-    _RAW[key] = pair
+    _RAW[_dispatch_key(cu_seqlens, initial_state, bool(output_final_state), bool(fast_math))] = pair
     return pair
 
 
@@ -234,13 +232,8 @@ def _device_types(**tensors):
             raise ValueError(f"{name}: expected a cuda tensor, got device {t.device}") from None
 
 
-def _lookup(q, v, initial_state, output_final_state, cu_seqlens, fast_math):
-    k1, k2 = _prepare(q, v, initial_state, output_final_state, cu_seqlens, fast_math)
+def _lookup(initial_state, output_final_state, cu_seqlens, fast_math):
+    k1, k2 = _prepare(initial_state, output_final_state, cu_seqlens, fast_math)
     fn = _entry(k1, k2)
-    try:
-        key = (cu_seqlens is None, bool(fast_math), None if initial_state is None else initial_state.dtype,
-               bool(output_final_state))
-        _ENTRIES[key] = fn
-    except Exception:  # a key that cannot be formed is validated (and rejected) by the entry
-        pass
+    _ENTRIES[_dispatch_key(cu_seqlens, initial_state, bool(output_final_state), bool(fast_math))] = fn
     return fn

@@ -112,7 +112,7 @@ def test_mixed_device_python_entry():
     from host_codegen import get_entry
     from kda_tile.api import _prepare
     d, kw = inputs()
-    entry = get_entry(*_prepare(d["q"], d["v"], None, False, None, False), backend="py")
+    entry = get_entry(*_prepare(None, False, None, False), backend="py")
     with pytest.raises(ValueError, match=r"k.*device.*meta"):
         entry.validate_only(d["q"], d["k"].to("meta"), d["v"], d["g"], d["beta"], kw["A_log"], kw["dt_bias"],
                             None, None, -5.0, None, expect_device="cpu")
