@@ -55,6 +55,18 @@ def build_k1(cfg: K1Config):
     N1 = T.dynamic("N1")
 
     @T.macro
+    def ab_product(Ab_s, x_s, acc, out, slot_len, bc, hv):
+        """out = Ab x for this program's chunks, staged in x_s (free after the product) so that
+        the global stores are 16-byte rows."""
+        T.gemm(Ab_s, x_s, acc, clear_accum=True)
+        for r, e in T.Parallel(R, K):
+            x_s[r, e] = T.Cast(cfg.ws_dtype, acc[r, e])
+        for r, e in T.Parallel(R, K):
+            c = r // C
+            if slot_len[c] > 0 and bc * CPB + c < NC:
+                out[hv, (bc * CPB + c) * C + r % C, e] = x_s[r, e]
+
+    @T.macro
     def _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Mqk, gC):
         with T.Kernel(T.ceildiv(NC, CPB), HV, threads=cfg.threads) as (bc, hv):
             slot_b = T.alloc_shared((CPB,), "int32")
@@ -237,22 +249,9 @@ def build_k1(cfg: K1Config):
                 for i in T.unroll(C):
                     Ab_s[c * C + i, c * C + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[c * C + j])
 
-            # Wk = Ab kd and U0 = Ab v, each staged in its operand's buffer (free after the
-            # product) so that the global stores are 16-byte rows
-            T.gemm(Ab_s, g_s, WU, clear_accum=True)
-            for r, e in T.Parallel(R, K):
-                g_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
-            for r, e in T.Parallel(R, K):
-                c = r // C
-                if slot_len[c] > 0 and bc * CPB + c < NC:
-                    Wk[hv, (bc * CPB + c) * C + r % C, e] = g_s[r, e]
-            T.gemm(Ab_s, v_s, WU, clear_accum=True)
-            for r, e in T.Parallel(R, V):
-                v_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
-            for r, e in T.Parallel(R, V):
-                c = r // C
-                if slot_len[c] > 0 and bc * CPB + c < NC:
-                    U0[hv, (bc * CPB + c) * C + r % C, e] = v_s[r, e]
+            # Wk = Ab kd and U0 = Ab v
+            ab_product(Ab_s, g_s, WU, Wk, slot_len, bc, hv)
+            ab_product(Ab_s, v_s, WU, U0, slot_len, bc, hv)
 
     # One signature; a fixed batch drops cu_seqlens, so that it stays out of the IR that `verify`
     # and `host_codegen` read.
@@ -277,6 +276,4 @@ def build_k1(cfg: K1Config):
     ):
         _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Mqk, gC)
 
-    # One signature; a fixed batch drops cu_seqlens, so that it stays out of the IR that `verify`
-    # and `host_codegen` read.
     return k1_prepare if cfg.varlen else _tir.drop_params(k1_prepare, ["cu_seqlens"])
