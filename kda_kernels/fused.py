@@ -28,6 +28,7 @@ import tilelang.language as T
 from tilelang.layout import make_swizzled_layout
 
 from . import _math, _tir
+from .k2_recurrence import wy_chain_step
 
 CHUNK = 16
 WARPGROUP = 128
@@ -120,6 +121,7 @@ def build_fused(cfg: FusedConfig):
     NS = N1 - 1 if cfg.varlen else B
     h0_dtype = cfg.initial_state or f32
     ht_dtype = cfg.final_state_dtype or f32
+    step = wy_chain_step(BV, K, C, op)
 
     @T.macro
     def load(q, k, g, v, q_s, k_s, g_s, v_s, load_full, b, t, h, x):
@@ -145,18 +147,7 @@ def build_fused(cfg: FusedConfig):
         for c in T.serial(T.if_then_else(scale < 0.0, nch, 0) if cfg.probe.startswith("producer") else nch):
             s = c % S
             T.barrier_wait(ring_full[s], (c // S) % 2)
-            T.copy(St, Sh)
-            T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
-            T.wgmma_gemm(Sh, qd_r[s, :, :], Oacc, transpose_B=True, clear_accum=True)
-            T.wait_wgmma(1)
-            # after the wait: before it, ptxas injects a full wait (C7517) for St
-            for j, d in T.Parallel(BV, K):
-                St[j, d] = St[j, d] * gC_r[s, d]
-            for j, r in T.Parallel(BV, C):
-                Uh[j, r] = T.Cast(op, T.Cast(f32, U0_r[s, r, w * BV + j]) - WO[j, r])
-            T.wgmma_gemm(Uh, kr_r[s, :, :], St)
-            T.wgmma_gemm(Uh, Mqk_r[s, :, :], Oacc, transpose_B=True)
-            T.wait_wgmma(0)
+            step(s, w * BV, St, Sh, WO, Oacc, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
             T.barrier_arrive(ring_empty[s])
             for j, r in T.Parallel(BV, C):
                 if c * C + r < seqlen:

@@ -23,6 +23,28 @@ from .configs import CHUNK, K2Config  # noqa: F401  (re-exported)
 WARPGROUP = 128
 
 
+def wy_chain_step(BV, K, C, op):
+    """One chunk of the chain for a warpgroup's BV rows of St, from ring slot s (K2's consumers
+    and kda_kernels/fused.py's); U0's rows start at column u0_col of its slot."""
+    f32 = "float32"
+
+    @T.macro
+    def step(s, u0_col, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r):
+        T.copy(St, Sh)
+        T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
+        T.wgmma_gemm(Sh, qd_r[s, :, :], Oa, transpose_B=True, clear_accum=True)
+        T.wait_wgmma(1)
+        # after the wait: before it, ptxas injects a full wait (C7517) for St
+        for j, d in T.Parallel(BV, K):
+            St[j, d] = St[j, d] * gC_r[s, d]
+        for j, r in T.Parallel(BV, C):
+            Uh[j, r] = T.Cast(op, T.Cast(f32, U0_r[s, r, u0_col + j]) - WO[j, r])
+        T.wgmma_gemm(Uh, kr_r[s, :, :], St)
+        T.wgmma_gemm(Uh, Mqk_r[s, :, :], Oa, transpose_B=True)
+        T.wait_wgmma(0)
+    return step
+
+
 def build_k2(cfg: K2Config):
     K, V, C = cfg.head_dim, cfg.value_dim, CHUNK
     NW = cfg.consumers
@@ -45,6 +67,7 @@ def build_k2(cfg: K2Config):
     NS = N1 - 1 if cfg.varlen else B
     h0_dtype = cfg.initial_state or f32
     ht_dtype = cfg.final_state_dtype or f32
+    step = wy_chain_step(BV, K, C, op)
 
     @T.macro
     def consumer(w, St, Sh, WO, Oa, Uh, o_s, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty,
@@ -58,18 +81,7 @@ def build_k2(cfg: K2Config):
         for c in T.serial(nch):
             s = c % S
             T.barrier_wait(full[s], (c // S) % 2)
-            T.copy(St, Sh)
-            T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
-            T.wgmma_gemm(Sh, qd_r[s, :, :], Oa, transpose_B=True, clear_accum=True)
-            T.wait_wgmma(1)
-            # after the wait: before it, ptxas injects a full wait (C7517) for St
-            for j, d in T.Parallel(BV, K):
-                St[j, d] = St[j, d] * gC_r[s, d]
-            for j, r in T.Parallel(BV, C):
-                Uh[j, r] = T.Cast(op, T.Cast(f32, U0_r[s, r, w * BV + j]) - WO[j, r])
-            T.wgmma_gemm(Uh, kr_r[s, :, :], St)
-            T.wgmma_gemm(Uh, Mqk_r[s, :, :], Oa, transpose_B=True)
-            T.wait_wgmma(0)
+            step(s, w * BV, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
             T.barrier_arrive(empty[s])
             if cfg.stage_o and cfg.probe != "no_store":
                 # (TileLang puts a barrier of this warpgroup before each loop)
