@@ -79,18 +79,11 @@ SHAPES = [("H96 1x8192", 8192, 96, [8192]), ("H64 8x1024", 8192, 64, [1024] * 8)
 
 
 def ncu(spec):
-    """One K1 and one K2 launch at H96 1x8192 (cu_seqlens) for ncu (--profile-from-start off)."""
+    """One K1 and one K2 launch at H96 1x8192 (cu_seqlens) for ncu."""
     d = k1_round.inputs(1, 8192, 96, [8192], seed=7)
     go1, ws = k1_round.run_k1(k1_round.RELEASED, d)
-    go1()
     go2, _, _ = k2_call(spec, d, ws, torch.randn(1, 96, 128, 128, device="cuda"))
-    go2()
-    torch.cuda.synchronize()
-    torch.cuda.cudart().cudaProfilerStart()
-    go1()
-    go2()
-    torch.cuda.synchronize()
-    torch.cuda.cudart().cudaProfilerStop()
+    k1_round.profiled(go1, go2)
 
 
 def main():
