@@ -1,6 +1,9 @@
 """K1 variants (kda_kernels/k1_prepare.py knobs) on the GPU, through TileLang's own JIT.
 
-    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz]
+    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz][,p=PROBE]
+
+p=PROBE (K1Config.probe, e.g. p=colstore+ab) leaves parts of the kernel out: timed, but it fails
+the check by construction.
 
 For each variant, first correctness: its workspace feeds the released K2 build and o is checked
 against the float64 reference on fresh random inputs (fixed and varlen, with empty, one-token and
@@ -30,8 +33,9 @@ _K = {}
 
 def k1_config(spec, varlen, fast=False):
     cpb, th, mb, *rest = spec.split(",")
+    probe = [r[2:] for r in rest if r.startswith("p=")]
     return K1Config(varlen=varlen, fast_math=fast or "fast" in rest, chunks_per_cta=int(cpb), threads=int(th),
-                    min_blocks=int(mb), ftz="noftz" not in rest)
+                    min_blocks=int(mb), ftz="noftz" not in rest, probe=probe[0] if probe else "")
 
 
 def compiled(cfg):

@@ -43,6 +43,13 @@ __device__ __forceinline__ float kda_sigmoid_rcp_ftz(float x) {
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(1.0f + e));
   return y;
 }
+// 1 / (1 + 2^y): the sigmoid of x = -y ln 2, with the caller folding -log2(e) into y
+__device__ __forceinline__ float kda_rcp_1p_ex2_ftz(float y) {
+  float e, r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(y));
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
+  return r;
+}
 """
 
 

@@ -37,10 +37,15 @@ class K1Config:
     mat_dtype: str = "float16"  # Mqk, and Ab in shared memory
     # Worst shared-memory bank-conflict degree `verify` accepts for this kernel.
     bank_conflict_budget: int = 8
+    # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
+    # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
+    # store), v (the v load), inverse, ab (the Wk and U0 products and stores).
+    probe: str = ""
 
     @property
     def name(self) -> str:
-        return "k1_prepare_" + ("varlen" if self.varlen else "fixed") + ("_fast" if self.fast_math else "")
+        return ("k1_prepare_" + ("varlen" if self.varlen else "fixed") + ("_fast" if self.fast_math else "")
+                + (f"_probe_{self.probe.replace('+', '_')}" if self.probe else ""))
 
     def pass_configs(self) -> dict:
         return {"tl.enable_fast_math": self.fast_math}
