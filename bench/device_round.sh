@@ -251,7 +251,8 @@ case "$mode" in
     grep -v -E '^\{|INFO|^compiled' "$OUT/k1_round.log" | tail -18
     timeout 120 ncu --clock-control none --profile-from-start off --csv --section SpeedOfLight --section Occupancy \
       --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
-      python bench/k1_round.py ncu ${K1_NCU:-2,128,6} \
+      --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active" \
+      python bench/k1_round.py ncu ${K1_NCU:-1,64,12} \
       > "$OUT/k1_ncu.csv" 2> "$OUT/k1_ncu.err"; tail -2 "$OUT/k1_ncu.err"; wc -l < "$OUT/k1_ncu.csv" ;;
   k2)
     # K2 variants (bench/k2_round.py, fed by the released K1), then ncu of K1 and K2 at H96 1x8192
@@ -262,6 +263,18 @@ case "$mode" in
       --section LaunchStats --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
       python bench/k2_round.py ncu ${K2_NCU:-1,3,2} \
       > "$OUT/k2_ncu.csv" 2> "$OUT/k2_ncu.err"; tail -2 "$OUT/k2_ncu.err"; wc -l < "$OUT/k2_ncu.csv" ;;
+  round9)
+    # session 9: the released K1 and K2 through TileLang's JIT first, then the release (K1 at one
+    # chunk, 64 threads, cp.async) through the generated entry: build, stage times, the GPU matrix
+    timeout 150 python bench/k1_round.py ${K1_VARIANTS:-1,64,12} > "$OUT/k1_round.log" 2>&1
+    grep -v -E '^\{|INFO|^compiled' "$OUT/k1_round.log" | tail -4
+    timeout 150 python bench/k2_round.py ${K2_VARIANTS:-1,3,2} > "$OUT/k2_round.log" 2>&1
+    grep -v -E '^\{|INFO|^compiled' "$OUT/k2_round.log" | tail -6
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -9
+    timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
+      > "$OUT/pytest_gpu.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -12 ;;
   round8)
     # session 8: the WY K1 and K2 released: build, stage times, the whole GPU matrix
     timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3

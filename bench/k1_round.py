@@ -26,8 +26,8 @@ from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 C = 16
-RELEASED = "2,128,6"
-DEFAULT = [RELEASED, "2,128,6,noftz", "2,128,8", "2,128,6,fast"]
+RELEASED = "1,64,12"
+DEFAULT = [RELEASED, "1,64,10", "2,128,5", "1,64,12,fast"]
 _K = {}
 
 

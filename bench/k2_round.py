@@ -1,15 +1,14 @@
 """K2 variants (consumers, ring stages, min_blocks of kda_kernels/k2_recurrence.py) on the GPU,
 through TileLang's own JIT, fed by the released K1.
 
-    python bench/k2_round.py [variant ...]     # variant: consumers,stages,min_blocks[,stage_o][,no_store]
+    python bench/k2_round.py [variant ...]     # variant: consumers,stages,min_blocks[,no_store]
     python bench/k2_round.py ncu variant ...   # one K1 and one K2 launch at H96 1x8192, for ncu
 
 Correctness first: fresh random inputs (fixed and varlen, with empty, one-token and tail
 sequences, fp32 initial state), o and the final state poisoned with NaN, both checked against the
 float64 recurrence. Then K1 and K2 times (triton do_bench median, cu_seqlens, fp32 state in and
-out) at the timing shapes. One JSON row per variant, a table last. "stage_o": the output tile
-through shared memory (K2Config.stage_o). "no_store" (a probe: K2 skips its output stores) is
-timed but fails the check by construction.
+out) at the timing shapes. One JSON row per variant, a table last. "no_store" (a probe: K2 skips
+its output stores) is timed but fails the check by construction.
 """
 import json
 import sys
@@ -26,14 +25,14 @@ from kda_kernels.configs import K2Config  # noqa: E402
 from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
 
 RELEASED = "1,3,2"
-DEFAULT = [RELEASED, "1,3,2,stage_o", "2,3,1,stage_o", "1,3,2,no_store"]
+DEFAULT = [RELEASED, "1,3,2,no_store"]
 
 
 def k2_config(spec, varlen):
     nw, st, mb, *rest = spec.split(",")
-    probe = [r for r in rest if r != "stage_o"]
+    probe = list(rest)
     return K2Config(varlen=varlen, initial_state="float32", final_state=True, consumers=int(nw), stages=int(st),
-                    min_blocks=int(mb), stage_o="stage_o" in rest, probe=probe[0] if probe else "")
+                    min_blocks=int(mb), probe=probe[0] if probe else "")
 
 
 def k2_call(spec, d, ws, h0):

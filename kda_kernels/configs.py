@@ -19,12 +19,13 @@ class K1Config:
     varlen: bool = False
     fast_math: bool = False
     head_dim: int = 128
-    # 2 chunks (32 rows) of 128 threads with at most 85 registers a thread (__launch_bounds__(128, 6)):
-    # 33 KB of shared memory, 6 programs and 37.5% occupancy an SM; 0.65 ms at H96 1x8192 against
-    # 0.655-1.17 for the other layouts measured (bench/NOTES.md, session 7).
-    chunks_per_cta: int = 2
-    threads: int = 128
-    min_blocks: int = 6   # programs per SM the register budget must allow; 0: no bound
+    # One chunk a program, 64 threads (one column pair each), 12 programs an SM (80 registers a
+    # thread, 32 bytes of spill): 0.523 ms at H96 1x8192 against 0.539 at 10 programs, 0.569 for 2
+    # chunks of 128 threads at 5 and 0.559-0.609 for the other layouts measured (bench/NOTES.md,
+    # session 9).
+    chunks_per_cta: int = 1
+    threads: int = 64
+    min_blocks: int = 12  # programs per SM the register budget must allow; 0: no bound
     # flush-to-zero MUFU forms in the accurate build too (ex2.approx.ftz, rcp.approx.ftz): the same
     # values in K1's ranges (|G| <= 115.4 under lower_bound >= -5; bit-identical workspace on the
     # H200) and 22% fewer instructions: 0.645 -> 0.560 ms at H96 1x8192 (bench/NOTES.md, session 8)
@@ -91,10 +92,10 @@ class K2Config:
     in_dtype: str = "bfloat16"
     ws_dtype: str = "float16"  # Wk, qd, kr, U0, Mqk (see K1Config)
     bank_conflict_budget: int = 8
-    # Output tile through shared memory (one 16-byte store a thread per chunk, behind a named
-    # barrier of the warpgroup) instead of 2-byte stores from the accumulator; not measured yet
-    stage_o: bool = False
-    # Measurement only, never released: "no_store" skips the output stores.
+    # Measurement only, never released: "no_store" skips the output stores. (Two ways to take the
+    # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->
+    # 0.453 ms at H96 1x8192, and each chunk's output stored during the next chunk's first
+    # products, 0.484; bench/NOTES.md, session 9.)
     probe: str = ""
 
     @property
@@ -126,7 +127,7 @@ class K2Config:
         h0 = {None: "h0none", "float32": "h0f32", "bfloat16": "h0bf16"}[self.initial_state]
         ht = "ht" if self.final_state else "htnone"
         return ("k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}"
-                + (f"_c{self.consumers}" if self.consumers != 1 else "") + ("_so" if self.stage_o else "")
+                + (f"_c{self.consumers}" if self.consumers != 1 else "")
                 + (f"_probe_{self.probe}" if self.probe else ""))
 
     def pass_configs(self) -> dict:

@@ -16,9 +16,10 @@ slot b * ceil(T / 16) + j in a fixed batch and to slot bos_n // 16 + n + j in a 
 that K2 finds a sequence's first slot in O(1) and K1 a slot's sequence by binary search.
 Slots that hold no chunk (at most one per sequence, plus the tail) write nothing.
 
-q, k and g are staged in shared memory by vectorized loads. Then a thread owns two adjacent
-(chunk, channel) columns: it keeps the gate's cumsum G in registers and forms every output of
-its columns there, stored as pairs, so the per-element work needs no barrier. Accurate math runs on the MUFU unit:
+q, k and g reach shared memory by cp.async, all copies in flight at once, and v the same way
+behind the L and Mqk work; the row norms come from 16-byte reads and lane shuffles. Then a thread
+owns two adjacent (chunk, channel) columns: it keeps the gate's cumsum G in registers and forms
+every output of its columns there, stored as pairs, so the per-element work needs no barrier. Accurate math runs on the MUFU unit:
 2^x = ex2.approx, sigmoid = rcp.approx(1 + ex2.approx(-x log2 e)) (relative errors ~2^-22; the
 ftz forms by default). Wk and U0 are two small mma products of the block-diagonal Ab.
 Variants measured on the H200 are in bench/NOTES.md (sessions 7 and 8).
@@ -36,6 +37,11 @@ def build_k1(cfg: K1Config):
     C = CHUNK
     CPB = cfg.chunks_per_cta
     R = C * CPB
+    LPR = K // 8                 # lanes a row in the loads (16-byte vectors)
+    RPP = cfg.threads // LPR     # rows a pass
+    assert LPR in (1, 2, 4, 8, 16, 32) and cfg.threads % LPR == 0 and R % RPP == 0 and V == K
+    XORS = [LPR >> j for j in range(1, LPR.bit_length())]   # LPR / 2, ..., 1
+    PASSES = list(range(R // RPP))
     fast = cfg.fast_math
     accum = "float32"
     skip = set(cfg.probe.split("+")) - {""}
@@ -76,13 +82,13 @@ def build_k1(cfg: K1Config):
 
             q_s = T.alloc_shared((R, K), cfg.in_dtype)
             k_s = T.alloc_shared((R, K), cfg.in_dtype)
-            # g staged in fp16 (exact for 2^-14 <= |g| <= 65504; beyond, the gate saturates as it
-            # does in bf16), and each column's kd then written over it for the Wk product
-            g_s = T.alloc_shared((R, K), cfg.ws_dtype)
+            # kd in fp16, the operand of the Wk product
+            kdh_s = T.alloc_shared((R, K), cfg.ws_dtype)
             beta_s = T.alloc_shared((R,), accum)
             rq_s = T.alloc_shared((R,), accum)
             rk_s = T.alloc_shared((R,), accum)
             # bf16 for the L and Mqk products: ki = k 2^-G reaches 2^115, past fp16's range.
+            # It holds g until the column pass writes each ki over the g it read.
             ki_s = T.alloc_shared((R, K), cfg.in_dtype)
             L_s = T.alloc_shared((R, C), accum)
             M_s = T.alloc_shared((R, C), accum)
@@ -92,8 +98,6 @@ def build_k1(cfg: K1Config):
             Ab_s = T.alloc_shared((R, R), cfg.mat_dtype)
             WU = T.alloc_fragment((R, K), accum)
 
-            sq = T.alloc_fragment((R, K), accum)
-            nrm = T.alloc_fragment((R,), accum)
             Lf = T.alloc_fragment((R, R), accum)
             Mf = T.alloc_fragment((R, R), accum)
 
@@ -144,13 +148,58 @@ def build_k1(cfg: K1Config):
 
             # Guards below repeat what the slot computation ensures, so that each global access's
             # bounds follow from its own condition, which is what `verify` proves.
-            for r, d in T.Parallel(R, K):
+            # q, k, g straight into shared memory by cp.async, 16 bytes a copy and LPR lanes a row,
+            # all in flight at once; rows outside the chunk are zero-filled (the copy is predicated
+            # off and its address clamped into the tensor). Rows and predicates first, then the
+            # copies back to back: TileLang puts a barrier between a copy and a later read of shared
+            # memory.
+            ld_t = T.alloc_local((len(PASSES),), "int32")
+            ld_b = T.alloc_local((len(PASSES),), "int32")
+            ld_ok = T.alloc_local((len(PASSES),), "bool")
+            for it in T.unroll(len(PASSES)):
+                r = it * RPP + tx // LPR
                 c = r // C
                 t = slot_t0[c] + r % C
-                valid = r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
-                q_s[r, d] = T.if_then_else(valid, q[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
-                k_s[r, d] = T.if_then_else(valid, k[slot_b[c], t, h, d], T.Cast(cfg.in_dtype, 0))
-                g_s[r, d] = T.Cast(g_s.dtype, T.if_then_else(valid, g[slot_b[c], t, hv, d], T.Cast(cfg.in_dtype, 0)))
+                ld_ok[it] = r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
+                ld_t[it] = t
+                ld_b[it] = slot_b[c]
+            for it in PASSES:
+                r = it * RPP + tx // LPR
+                d8 = tx % LPR
+                # (clamped again where used: TileLang and `verify` read no bounds through a local)
+                bb = T.max(T.min(ld_b[it], B - 1), 0)
+                tt = T.max(T.min(ld_t[it], Tn - 1), 0)
+                T.ptx_cp_async(T.access_ptr(q_s[r, d8 * 8], "w", 8),
+                               T.access_ptr(q[bb, tt, h, d8 * 8], "r", 8), 8, ld_ok[it])
+                T.ptx_cp_async(T.access_ptr(k_s[r, d8 * 8], "w", 8),
+                               T.access_ptr(k[bb, tt, h, d8 * 8], "r", 8), 8, ld_ok[it])
+                T.ptx_cp_async(T.access_ptr(ki_s[r, d8 * 8], "w", 8),
+                               T.access_ptr(g[bb, tt, hv, d8 * 8], "r", 8), 8, ld_ok[it])
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            T.sync_threads()
+            # the row norms of q and k: a sum over the row's lanes by shuffles
+            for it in T.unroll(R // RPP):
+                r = it * RPP + tx // LPR
+                d8 = tx % LPR
+                qv = T.alloc_local((8,), cfg.in_dtype)
+                kv = T.alloc_local((8,), cfg.in_dtype)
+                ss = T.alloc_local((2,), accum)
+                for i in T.vectorized(8):
+                    qv[i] = q_s[r, d8 * 8 + i]
+                for i in T.vectorized(8):
+                    kv[i] = k_s[r, d8 * 8 + i]
+                ss[0] = 0.0
+                ss[1] = 0.0
+                for i in T.unroll(8):
+                    ss[0] = ss[0] + T.Cast(accum, qv[i]) * T.Cast(accum, qv[i])
+                    ss[1] = ss[1] + T.Cast(accum, kv[i]) * T.Cast(accum, kv[i])
+                for m in XORS:
+                    ss[0] = ss[0] + T.shfl_xor(ss[0], m)
+                    ss[1] = ss[1] + T.shfl_xor(ss[1], m)
+                if d8 == 0:
+                    rq_s[r] = _math.rsqrt(ss[0] + 1e-6, fast) * scale
+                    rk_s[r] = _math.rsqrt(ss[1] + 1e-6, fast)
             for r in T.Parallel(R):
                 c = r // C
                 valid = (r % C < slot_len[c] and slot_t0[c] + r % C >= 0 and slot_t0[c] + r % C < Tn
@@ -158,23 +207,14 @@ def build_k1(cfg: K1Config):
                 beta_s[r] = T.if_then_else(
                     valid, sigm(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, hv]), fast), 0.0)
 
-            for r, d in T.Parallel(R, K):
-                sq[r, d] = T.Cast(accum, q_s[r, d]) * T.Cast(accum, q_s[r, d])
-            T.reduce_sum(sq, nrm, dim=1)
-            for r in T.Parallel(R):
-                rq_s[r] = _math.rsqrt(nrm[r] + 1e-6, fast) * scale
-            for r, d in T.Parallel(R, K):
-                sq[r, d] = T.Cast(accum, k_s[r, d]) * T.Cast(accum, k_s[r, d])
-            T.reduce_sum(sq, nrm, dim=1)
-            for r in T.Parallel(R):
-                rk_s[r] = _math.rsqrt(nrm[r] + 1e-6, fast)
-
             # One (chunk, pair of channels) per thread: the gate's cumsum G in registers, and every
             # output of the two columns formed there and stored as pairs.
             for c, d2 in T.Parallel(CPB, K // 2):
                 gcol = T.alloc_local((C, 2), accum)
-                kn = T.alloc_local((C, 2), accum)
-                qn = T.alloc_local((C, 2), accum)
+                kraw = T.alloc_local((C, 2), cfg.in_dtype)
+                qraw = T.alloc_local((C, 2), cfg.in_dtype)
+                kn = T.alloc_local((2,), accum)
+                qn = T.alloc_local((2,), accum)
                 ep = T.alloc_local((2,), accum)
                 ki = T.alloc_local((2,), accum)
                 gcl = T.alloc_local((2,), accum)
@@ -187,7 +227,7 @@ def build_k1(cfg: K1Config):
                     nb[e] = a_h * dt_bias[hv, d2 * 2 + e] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
                 for i in T.unroll(C):
                     for e in T.unroll(2):
-                        x = T.Cast(accum, g_s[c * C + i, d2 * 2 + e])
+                        x = T.Cast(accum, ki_s[c * C + i, d2 * 2 + e])
                         if fast or not cfg.ftz:
                             s_ = sigm(a_h * x + nb[e], fast)
                         else:
@@ -196,31 +236,37 @@ def build_k1(cfg: K1Config):
                 for i in T.unroll(1, C):
                     for e in T.unroll(2):
                         gcol[i, e] = gcol[i, e] + gcol[i - 1, e]
+                # every read of the thread's k_s, q_s before its writes over them: with a read and a
+                # write in one row's iteration, TileLang puts two barriers in each
+                for i in T.unroll(C):
+                    for e in T.vectorized(2):
+                        kraw[i, e] = k_s[c * C + i, d2 * 2 + e]
+                    for e in T.vectorized(2):
+                        qraw[i, e] = q_s[c * C + i, d2 * 2 + e]
                 for e in T.unroll(2):
                     gcl[e] = pow2(gcol[C - 1, e], fast)
                 live = slot_len[c] > 0 and bc * CPB + c < NC and "colstore" not in skip
                 for i in T.unroll(C):
                     for e in T.unroll(2):
-                        kn[i, e] = T.Cast(accum, k_s[c * C + i, d2 * 2 + e]) * rk_s[c * C + i]
-                        qn[i, e] = T.Cast(accum, q_s[c * C + i, d2 * 2 + e]) * rq_s[c * C + i]
-                    for e in T.unroll(2):
+                        kn[e] = T.Cast(accum, kraw[i, e]) * rk_s[c * C + i]
+                        qn[e] = T.Cast(accum, qraw[i, e]) * rq_s[c * C + i]
                         ep[e] = pow2(gcol[i, e], fast)
-                        ki[e] = kn[i, e] * pow2(-gcol[i, e], fast)
+                        ki[e] = kn[e] * pow2(-gcol[i, e], fast)
                     for e in T.vectorized(2):
-                        g_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, kn[i, e] * ep[e])
+                        kdh_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, kn[e] * ep[e])
                     if live:
                         row = (bc * CPB + c) * C + i
                         for e in T.vectorized(2):
-                            qd[hv, row, d2 * 2 + e] = T.Cast(cfg.ws_dtype, qn[i, e] * ep[e])
+                            qd[hv, row, d2 * 2 + e] = T.Cast(cfg.ws_dtype, qn[e] * ep[e])
                         # kr = k 2^(G_C - G) = ki 2^G_C
                         for e in T.vectorized(2):
                             kr[hv, row, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
                     for e in T.vectorized(2):
                         ki_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, ki[e])
                     for e in T.vectorized(2):
-                        k_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, kn[i, e] * ep[e])
+                        k_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, kn[e] * ep[e])
                     for e in T.vectorized(2):
-                        q_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, qn[i, e] * ep[e])
+                        q_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, qn[e] * ep[e])
                 if live:
                     for e in T.vectorized(2):
                         gC[hv, bc * CPB + c, d2 * 2 + e] = gcl[e]
@@ -229,6 +275,19 @@ def build_k1(cfg: K1Config):
                 T.gemm(k_s, ki_s, Lf, transpose_B=True, clear_accum=True)
                 T.gemm(q_s, ki_s, Mf, transpose_B=True, clear_accum=True)
 
+            # v by cp.async into the space q_s and k_s held, as raw bf16 bits in v_s (converted to
+            # fp16 in place before the U0 product), in flight behind the L and M extraction, the
+            # Mqk store and the inverse. Rows as in the q, k, g copies (V == K).
+            for it in PASSES:
+                r = it * RPP + tx // LPR
+                e8 = tx % LPR
+                T.ptx_cp_async(T.access_ptr(v_s[r, e8 * 8], "w", 8),
+                               T.access_ptr(v[T.max(T.min(ld_b[it], B - 1), 0), T.max(T.min(ld_t[it], Tn - 1), 0),
+                                              hv, e8 * 8], "r", 8), 8,
+                               ld_ok[it] and "v" not in skip)
+            T.ptx_commit_group()
+
+            if "lm" not in skip:
                 for r, j in T.Parallel(R, R):
                     if r // C == j // C:
                         L_s[r, j % C] = T.if_then_else(r % C > j % C, Lf[r, j] * beta_s[r], 0.0)
@@ -238,21 +297,6 @@ def build_k1(cfg: K1Config):
                     c = r // C
                     if slot_len[c] > 0 and bc * CPB + c < NC:
                         Mqk[hv, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
-            # v in fp16 (|v| must stay below 65504, as K2's state), rows past the chunk's end zero
-            # (an explicit guard around the 16-byte load: with the cast inside one expression,
-            # TileLang hoists the load above the guard)
-            for r, e8 in T.Parallel(R, V // 8):
-                c = r // C
-                t = slot_t0[c] + r % C
-                vv = T.alloc_local((8,), cfg.in_dtype)
-                if r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B and "v" not in skip:
-                    for i in T.vectorized(8):
-                        vv[i] = v[slot_b[c], t, hv, e8 * 8 + i]
-                else:
-                    for i in T.vectorized(8):
-                        vv[i] = T.Cast(cfg.in_dtype, 0)
-                for i in T.vectorized(8):
-                    v_s[r, e8 * 8 + i] = T.Cast(cfg.ws_dtype, vv[i])
             # the off-diagonal blocks of the block-diagonal Ab
             for r, j in T.Parallel(R, R):
                 if r // C != j // C:
@@ -274,9 +318,22 @@ def build_k1(cfg: K1Config):
                 for i in T.unroll(C):
                     Ab_s[c * C + i, c * C + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[c * C + j])
 
+            # v in fp16 (|v| must stay below 65504, as K2's state): each thread converts the bytes
+            # it copied
+            T.ptx_wait_group(0)
+            vr = T.alloc_local((len(PASSES) * 8,), cfg.ws_dtype)
+            vh = T.alloc_local((len(PASSES) * 8,), cfg.ws_dtype)
+            for it in T.unroll(len(PASSES)):
+                for i in T.vectorized(8):
+                    vr[it * 8 + i] = v_s[it * RPP + tx // LPR, tx % LPR * 8 + i]
+            for j in T.unroll(len(PASSES) * 8):
+                vh[j] = T.Cast(cfg.ws_dtype, T.reinterpret(cfg.in_dtype, vr[j]))
+            for it in T.unroll(len(PASSES)):
+                for i in T.vectorized(8):
+                    v_s[it * RPP + tx // LPR, tx % LPR * 8 + i] = vh[it * 8 + i]
             # Wk = Ab kd and U0 = Ab v
             if "ab" not in skip:
-                ab_product(Ab_s, g_s, WU, Wk, slot_len, bc, hv)
+                ab_product(Ab_s, kdh_s, WU, Wk, slot_len, bc, hv)
                 ab_product(Ab_s, v_s, WU, U0, slot_len, bc, hv)
 
     # One signature; a fixed batch drops cu_seqlens, so that it stays out of the IR that `verify`

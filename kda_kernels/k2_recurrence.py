@@ -70,7 +70,7 @@ def build_k2(cfg: K2Config):
     step = wy_chain_step(BV, K, C, op)
 
     @T.macro
-    def consumer(w, St, Sh, WO, Oa, Uh, o_s, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty,
+    def consumer(w, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty,
                  h0, o, ht, b, n, hv, vb, bos, seqlen, nch):
         T.set_max_nreg(creg, 1)
         v0 = vb * BP + w * BV
@@ -83,14 +83,7 @@ def build_k2(cfg: K2Config):
             T.barrier_wait(full[s], (c // S) % 2)
             step(s, w * BV, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
             T.barrier_arrive(empty[s])
-            if cfg.stage_o and cfg.probe != "no_store":
-                # (TileLang puts a barrier of this warpgroup before each loop)
-                for j, r in T.Parallel(BV, C):
-                    o_s[r, j] = T.Cast(bf, Oa[j, r])
-                for r, j in T.Parallel(C, BV):
-                    if c * C + r < seqlen:
-                        o[b, bos + c * C + r, hv, v0 + j] = o_s[r, j]
-            elif cfg.probe != "no_store":
+            if cfg.probe != "no_store":
                 for j, r in T.Parallel(BV, C):
                     if c * C + r < seqlen:
                         o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
@@ -129,8 +122,7 @@ def build_k2(cfg: K2Config):
             empty = T.alloc_barrier(arrive_count=[NW * WARPGROUP] * S)
 
             frags = [(T.alloc_fragment((BV, K), f32), T.alloc_fragment((BV, K), op), T.alloc_fragment((BV, C), f32),
-                      T.alloc_fragment((BV, C), f32), T.alloc_fragment((BV, C), op),
-                      T.alloc_shared((C, BV), bf) if cfg.stage_o else None) for _ in range(NW)]
+                      T.alloc_fragment((BV, C), f32), T.alloc_fragment((BV, C), op)) for _ in range(NW)]
 
             if cfg.min_blocks:
                 T.annotate_min_blocks_per_sm(cfg.min_blocks)
