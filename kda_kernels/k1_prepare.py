@@ -41,7 +41,7 @@ def build_k1(cfg: K1Config):
     RPP = cfg.threads // LPR     # rows a pass
     assert LPR in (1, 2, 4, 8, 16, 32) and cfg.threads % LPR == 0 and R % RPP == 0 and V == K
     XORS = [LPR >> j for j in range(1, LPR.bit_length())]   # LPR / 2, ..., 1
-    PASSES = list(range(R // RPP))
+    NPASS = R // RPP             # load passes a thread
     fast = cfg.fast_math
     accum = "float32"
     skip = set(cfg.probe.split("+")) - {""}
@@ -153,17 +153,17 @@ def build_k1(cfg: K1Config):
             # off and its address clamped into the tensor). Rows and predicates first, then the
             # copies back to back: TileLang puts a barrier between a copy and a later read of shared
             # memory.
-            ld_t = T.alloc_local((len(PASSES),), "int32")
-            ld_b = T.alloc_local((len(PASSES),), "int32")
-            ld_ok = T.alloc_local((len(PASSES),), "bool")
-            for it in T.unroll(len(PASSES)):
+            ld_t = T.alloc_local((NPASS,), "int32")
+            ld_b = T.alloc_local((NPASS,), "int32")
+            ld_ok = T.alloc_local((NPASS,), "bool")
+            for it in T.unroll(NPASS):
                 r = it * RPP + tx // LPR
                 c = r // C
                 t = slot_t0[c] + r % C
                 ld_ok[it] = r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
                 ld_t[it] = t
                 ld_b[it] = slot_b[c]
-            for it in PASSES:
+            for it in T.unroll(NPASS):
                 r = it * RPP + tx // LPR
                 d8 = tx % LPR
                 # (clamped again where used: TileLang and `verify` read no bounds through a local)
@@ -278,7 +278,7 @@ def build_k1(cfg: K1Config):
             # v by cp.async into the space q_s and k_s held, as raw bf16 bits in v_s (converted to
             # fp16 in place before the U0 product), in flight behind the L and M extraction, the
             # Mqk store and the inverse. Rows as in the q, k, g copies (V == K).
-            for it in PASSES:
+            for it in T.unroll(NPASS):
                 r = it * RPP + tx // LPR
                 e8 = tx % LPR
                 T.ptx_cp_async(T.access_ptr(v_s[r, e8 * 8], "w", 8),
@@ -321,14 +321,14 @@ def build_k1(cfg: K1Config):
             # v in fp16 (|v| must stay below 65504, as K2's state): each thread converts the bytes
             # it copied
             T.ptx_wait_group(0)
-            vr = T.alloc_local((len(PASSES) * 8,), cfg.ws_dtype)
-            vh = T.alloc_local((len(PASSES) * 8,), cfg.ws_dtype)
-            for it in T.unroll(len(PASSES)):
+            vr = T.alloc_local((NPASS * 8,), cfg.ws_dtype)
+            vh = T.alloc_local((NPASS * 8,), cfg.ws_dtype)
+            for it in T.unroll(NPASS):
                 for i in T.vectorized(8):
                     vr[it * 8 + i] = v_s[it * RPP + tx // LPR, tx % LPR * 8 + i]
-            for j in T.unroll(len(PASSES) * 8):
+            for j in T.unroll(NPASS * 8):
                 vh[j] = T.Cast(cfg.ws_dtype, T.reinterpret(cfg.in_dtype, vr[j]))
-            for it in T.unroll(len(PASSES)):
+            for it in T.unroll(NPASS):
                 for i in T.vectorized(8):
                     v_s[it * RPP + tx // LPR, tx % LPR * 8 + i] = vh[it * 8 + i]
             # Wk = Ab kd and U0 = Ab v

@@ -82,23 +82,6 @@ def test_k2_mutants_rejected(lowered, name):
     assert failed and failed <= want | {"barriers.race"} and failed & want, failed
 
 
-# K1's cp.async copies (q, k, g, then v): without the wait for a group, the threads that read the
-# tile race the copies still landing in it
-K1_MUTANTS = {
-    "k1_no_qkg_wait": (lambda f: mutate.drop_call(f, "tirx.ptx_wait_group", nth=0), {"barriers.race"}),
-    "k1_no_v_wait": (lambda f: mutate.drop_call(f, "tirx.ptx_wait_group", nth=1), {"barriers.race"}),
-}
-
-
-@pytest.mark.parametrize("name", list(K1_MUTANTS))
-def test_k1_mutants_rejected(lowered, name):
-    fn, want = K1_MUTANTS[name]
-    job, low = lowered["k1"]
-    r = _verify(dataclasses.replace(job, only=("barriers",)), low, fn)
-    failed = {c.name for c in r.checks if c.status in ("failed", "unknown")}
-    assert failed and failed & want, failed
-
-
 def test_k1_without_barrier_rejected(lowered):
     # drop the block-wide barrier before the first wgmma: its operands are written just above
     job, low = lowered["k1"]
