@@ -327,7 +327,7 @@ def build_k1(cfg: K1Config):
                 for i in T.vectorized(8):
                     vr[it * 8 + i] = v_s[it * RPP + tx // LPR, tx % LPR * 8 + i]
             for j in T.unroll(NPASS * 8):
-                vh[j] = T.Cast(cfg.ws_dtype, T.reinterpret(cfg.in_dtype, vr[j]))
+                vh[j] = T.Cast(cfg.ws_dtype, T.reinterpret(vr[j], cfg.in_dtype))
             for it in T.unroll(NPASS):
                 for i in T.vectorized(8):
                     v_s[it * RPP + tx // LPR, tx % LPR * 8 + i] = vh[it * 8 + i]

@@ -84,10 +84,14 @@ def test_k2_mutants_rejected(lowered, name):
 
 def test_k1_without_barrier_rejected(lowered):
     # drop the block-wide barrier before the first wgmma: its operands are written just above
+    # (the barrier checks only, and the first mutant caught ends it: each takes minutes)
     job, low = lowered["k1"]
+    job = dataclasses.replace(job, only=("barriers",))
     idx = _syncs(low.device_func, 1)
     results = []
     for i in idx[1:4]:
         r = _verify(job, low, lambda f, i=i: mutate.drop_call(f, "tirx.tvm_storage_sync", nth=i))
         results.append({c.name for c in r.checks if c.status != PROVED})
+        if "barriers.race" in results[-1]:
+            break
     assert any("barriers.race" in s for s in results), results
