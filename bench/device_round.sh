@@ -28,12 +28,22 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round7e # build, GPU matrix, stage times (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh k2      # K2 variants through TileLang's JIT, ncu (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round8  # build, stage times, full GPU matrix (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round9  # K1, K2 through the JIT, then round8's steps (~5 min)
 #   PEERS_ONLY="H96 1x8192,H64 1x8192" bash bench/device_round.sh peers  # bench_peers.py on some shapes
 #   (round6a..round6d: session 6's first two rounds, each in two calls on one warm machine; session 8's
 #   round8a-c ran the WY experiments through bench/k2w_round.py, since folded into k2_round.py)
 set -uo pipefail
 mode=${1:-tests}
 OUT=${OUT:-/tmp/kda-out}; mkdir -p "$OUT"
+
+# The release through the generated host entry: build, stage times, the whole GPU matrix (limit $1 s)
+release_check() {
+  timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+  timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -9
+  timeout "$1" python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
+    > "$OUT/pytest_gpu.log" 2>&1
+  grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -12
+}
 export TL_LOG_LEVEL=WARNING
 if [ "$mode" = tests ] || [ "$mode" = smoke ]; then
   nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu --format=csv | tee "$OUT/gpu.txt"
@@ -193,11 +203,7 @@ case "$mode" in
   round7a)
     # session 7: the released K1 rewritten (column pass, forward substitution, 64 registers):
     # stage times, then the whole GPU correctness matrix
-    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -9
-    timeout 330 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
-      > "$OUT/pytest_gpu.log" 2>&1
-    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -12 ;;
+    release_check 330 ;;
   round7b)
     timeout 60 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
     BENCH_NO_HOST=1 timeout 530 python -u bench/bench_peers.py --out "$OUT" > "$OUT/bench.log" 2>&1
@@ -270,18 +276,10 @@ case "$mode" in
     grep -v -E '^\{|INFO|^compiled' "$OUT/k1_round.log" | tail -4
     timeout 150 python bench/k2_round.py ${K2_VARIANTS:-1,3,2} > "$OUT/k2_round.log" 2>&1
     grep -v -E '^\{|INFO|^compiled' "$OUT/k2_round.log" | tail -6
-    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -9
-    timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
-      > "$OUT/pytest_gpu.log" 2>&1
-    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -12 ;;
+    release_check 400 ;;
   round8)
     # session 8: the WY K1 and K2 released: build, stage times, the whole GPU matrix
-    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -9
-    timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
-      > "$OUT/pytest_gpu.log" 2>&1
-    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -12 ;;
+    release_check 400 ;;
   peers)
     # bench_peers.py on the shapes named in PEERS_ONLY (comma-separated label parts), no host rows
     timeout 60 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
