@@ -29,6 +29,9 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh k2      # K2 variants through TileLang's JIT, ncu (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round8  # build, stage times, full GPU matrix (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round9  # K1, K2 through the JIT, then round8's steps (~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh split   # issue 9's split through TileLang's JIT (~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round10 # build, stage times, GPU matrix with the split (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round10b # the split through kda_prefill, then its stages (~6 min)
 #   PEERS_ONLY="H96 1x8192,H64 1x8192" bash bench/device_round.sh peers  # bench_peers.py on some shapes
 #   (round6a..round6d: session 6's first two rounds, each in two calls on one warm machine; session 8's
 #   round8a-c ran the WY experiments through bench/k2w_round.py, since folded into k2_round.py)
@@ -38,7 +41,7 @@ OUT=${OUT:-/tmp/kda-out}; mkdir -p "$OUT"
 
 # The release through the generated host entry: build, stage times, the whole GPU matrix (limit $1 s)
 release_check() {
-  timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+  timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
   timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -9
   timeout "$1" python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
     > "$OUT/pytest_gpu.log" 2>&1
@@ -114,7 +117,7 @@ case "$mode" in
   final6)
     # session 6, last round: decode with token 0's inputs staged before the pool row (N = 1
     # latency): build, GPU tests, bench/decode.py; then the K1/K2 host rows (stage_times)
-    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
     timeout 100 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
     tail -2 "$OUT/decode_gpu_tests.log"
     timeout 150 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
@@ -122,7 +125,7 @@ case "$mode" in
   decode_api)
     # session 6, round 3: the rewritten decode kernel (and its one-token builds) through the API:
     # build, GPU tests, bench/decode.py, then ncu counters of one launch per pool dtype
-    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
     timeout 110 python bench/host_overhead.py --iters 1000 --warmup 100 > "$OUT/host.log" 2>&1
     grep -E "^- kda_prefill|inference_mode|floor: torch.empty" "$OUT/host.log" | tail -9
     timeout 120 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
@@ -135,7 +138,7 @@ case "$mode" in
   round6a)
     # session 6, round 1 (branch round6 = main + k1-hoist + decode-host), part A: K1 hoisting's
     # stage times, out= host time, matrix subset, the GVA bench row, fla's GVA call
-    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
     timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -9
     timeout 90 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
       -k "gva or many_sequences or fast_math or (test_varlen and 96) or (test_fixed and 96 and 8192)" \
@@ -221,7 +224,7 @@ case "$mode" in
     grep -v -E '^\{|INFO|^compiled' "$OUT/k2_round.log" | tail -10 ;;
   round7e)
     # session 7's last round: K1 with g staged in shared memory (6 programs an SM) released
-    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
     timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
       > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -8
@@ -260,6 +263,11 @@ case "$mode" in
       --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active" \
       python bench/k1_round.py ncu ${K1_NCU:-1,64,12} \
       > "$OUT/k1_ncu.csv" 2> "$OUT/k1_ncu.err"; tail -2 "$OUT/k1_ncu.err"; wc -l < "$OUT/k1_ncu.csv" ;;
+  split)
+    # the sequence split (K1, pass A, scan, pass C) checked against float64, then timed per G
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout ${SPLIT_LIMIT:-420} python bench/split_round.py ${SPLIT_G:-} > "$OUT/split_round.log" 2>&1
+    grep -v -E '^\{|INFO|^compiled' "$OUT/split_round.log" | tail -30 ;;
   k2)
     # K2 variants (bench/k2_round.py, fed by the released K1), then ncu of K1 and K2 at H96 1x8192
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
@@ -269,6 +277,15 @@ case "$mode" in
       --section LaunchStats --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
       python bench/k2_round.py ncu ${K2_NCU:-1,3,2} \
       > "$OUT/k2_ncu.csv" 2> "$OUT/k2_ncu.err"; tail -2 "$OUT/k2_ncu.err"; wc -l < "$OUT/k2_ncu.csv" ;;
+  round10)
+    # session 10: the sequence split released: build, stage times, the whole GPU matrix (split rows included)
+    release_check 380 ;;
+  round10b)
+    # session 10: the split through kda_prefill against the unsplit path, then its stages through the JIT
+    timeout 300 python bench/split_api.py ${SPLIT_API_ARGS:-} > "$OUT/split_api.log" 2>&1
+    grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -14
+    timeout 240 python bench/split_round.py ${SPLIT_G:-8 16 32} > "$OUT/split_round.log" 2>&1
+    grep -v -E '^\{|INFO|^compiled' "$OUT/split_round.log" | tail -22 ;;
   round9)
     # session 9: the released K1 and K2 through TileLang's JIT first, then the release (K1 at one
     # chunk, 64 threads, cp.async) through the generated entry: build, stage times, the GPU matrix

@@ -43,6 +43,8 @@ def compiled(cfg):
         import tilelang
         if isinstance(cfg, K1Config):
             from kda_kernels.k1_prepare import build_k1 as build
+        elif type(cfg).__name__ == "ScanConfig":
+            from kda_kernels.k2_scan import build_scan as build
         else:
             from kda_kernels.k2_recurrence import build_k2 as build
         _K[cfg] = tilelang.compile(build(cfg), target=TARGET, pass_configs=cfg.pass_configs())
@@ -142,7 +144,7 @@ def _compile_config(cfg):
 
 
 def prewarm(configs):
-    """Compile every config (K1Config or K2Config) in worker processes first (TileLang's disk
+    """Compile every config (K1Config, K2Config or ScanConfig) in worker processes first (TileLang's disk
     cache serves the main one)."""
     import concurrent.futures as cf
     import multiprocessing as mp

@@ -47,7 +47,8 @@ import pickle
 import threading
 from pathlib import Path
 
-from .spec import EntrySpec, KernelSpec, contract_of, join, read_entry, read_kernel, single  # noqa: F401
+from .spec import (EntrySpec, KernelSpec, chain, chain_derived, contract_of, join, read_entry, read_kernel,  # noqa: F401
+                   single)
 
 GENERATOR_VERSION = "4"
 
@@ -175,11 +176,11 @@ def cubin_path(build, compile_missing: bool = True) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def entry_spec(k1_build, k2_build=None) -> EntrySpec:
-    """The entry of a (K1, K2) pair, or of one kernel (k2_build None)."""
-    if k2_build is None:
-        return single(kernel_spec(k1_build), contract_of(k1_build))
-    return join(kernel_spec(k1_build), kernel_spec(k2_build), k1_build, k2_build)
+def entry_spec(*builds) -> EntrySpec:
+    """The entry of a (K1, K2) pair, of K1 and the sequence split's passes, or of one kernel."""
+    if len(builds) == 1:
+        return single(kernel_spec(builds[0]), contract_of(builds[0]))
+    return chain(tuple(kernel_spec(b) for b in builds), builds, derived=chain_derived(builds))
 
 
 def entry_key(spec: EntrySpec) -> str:
@@ -198,9 +199,9 @@ def _load_module(path: str, name: str):
     return mod
 
 
-def entry_dir(k1_build, k2_build=None):
+def entry_dir(*builds):
     """(spec, key, directory) of one entry's generated sources and builds, created on demand."""
-    spec = entry_spec(k1_build, k2_build)
+    spec = entry_spec(*builds)
     key = entry_key(spec)
     d = os.path.join(cache_dir(), key)
     os.makedirs(d, exist_ok=True)
@@ -208,8 +209,8 @@ def entry_dir(k1_build, k2_build=None):
 
 
 @functools.lru_cache(maxsize=None)
-def _py_module(k1_build, k2_build=None):
-    spec, key, d = entry_dir(k1_build, k2_build)
+def _py_module(*builds):
+    spec, key, d = entry_dir(*builds)
     path = os.path.join(d, "entry.py")
     with _lock:
         _write_if_changed(path, python_source(spec))
@@ -221,11 +222,12 @@ class PyEntry:
 
     backend = "py"
 
-    def __init__(self, k1_build, k2_build=None):
-        self.k1_build, self.k2_build = k1_build, k2_build
-        self.builds = (k1_build,) if k2_build is None else (k1_build, k2_build)
-        self.spec = entry_spec(k1_build, k2_build)
-        self.module = _py_module(k1_build, k2_build)
+    def __init__(self, *builds):
+        self.builds = tuple(b for b in builds if b is not None)
+        self.k1_build = self.builds[0]
+        self.k2_build = self.builds[1] if len(self.builds) > 1 else None
+        self.spec = entry_spec(*self.builds)
+        self.module = _py_module(*self.builds)
         self.ir_hashes = {ks.build_name: ks.ir_hash for ks in self.spec.kernels}
         self.validate_only = self.module.validate
         self._kernels = None
@@ -249,17 +251,17 @@ def _jit(build):
 
 
 @functools.lru_cache(maxsize=None)
-def get_entry(k1_build, k2_build=None, backend: str = None):
-    """The host entry of one released configuration: a (K1, K2) pair, or one decode build
-    (k2_build None). backend: "cpp" (the generated C++
+def get_entry(*builds, backend: str = None):
+    """The host entry of one released configuration: a (K1, K2) pair, K1 and the sequence split's
+    three passes, or one decode build. backend: "cpp" (the generated C++
     entry through TVM-FFI), "py" (generated Python, launches tilelang JIT kernels), or None:
     the environment variable KDA_TILE_HOST_BACKEND, else "cpp"."""
     backend = backend or os.environ.get("KDA_TILE_HOST_BACKEND", "cpp")
     if backend == "py":
-        return PyEntry(k1_build, k2_build)
+        return PyEntry(*builds)
     if backend == "cpp":
         from .cpp_entry import CppEntry
-        return CppEntry(k1_build, k2_build)
+        return CppEntry(*builds)
     raise ValueError(f"backend: expected 'py' or 'cpp', got {backend!r}")
 
 
@@ -271,7 +273,21 @@ def released_pairs():
     return [(a, b) for a in k1s for b in k2s if a.config.varlen == b.config.varlen]
 
 
-def released_entries():
-    """Every released entry as a tuple of builds: the (K1, K2) pairs, then each decode build."""
+def released_splits():
+    """Every released split configuration: (K1, pass A, scan, pass C) with the same varlen; the
+    scan reads the initial state and writes the final state."""
     from kda_kernels import registry
-    return [tuple(p) for p in released_pairs()] + [(b,) for b in registry.RELEASED if b.stage == "decode"]
+    out = []
+    for k1 in (b for b in registry.RELEASED if b.stage == "k1" and b.config.varlen):
+        a = registry.find("k2_map", varlen=True)
+        c = registry.find("k2_seg", varlen=True)
+        for s in (b for b in registry.RELEASED if b.stage == "k2_scan"):
+            out.append((k1, a, s, c))
+    return out
+
+
+def released_entries():
+    """Every released entry as a tuple of builds: the (K1, K2) pairs, the splits, then each decode build."""
+    from kda_kernels import registry
+    return ([tuple(p) for p in released_pairs()] + released_splits()
+            + [(b,) for b in registry.RELEASED if b.stage == "decode"])

@@ -46,11 +46,11 @@ def read_binding(d: str):
 
 
 @functools.lru_cache(maxsize=None)
-def _module(k1_build, k2_build=None):
+def _module(*builds):
     """(loaded module, entry folder, binding)."""
     import tvm_ffi
 
-    spec, key, d = entry_dir(k1_build, k2_build)
+    spec, key, d = entry_dir(*builds)
     binding = read_binding(d)
     if binding is None:
         import tvm_ffi.cpp
@@ -91,12 +91,13 @@ class CppEntry:
 
     backend = "cpp"
 
-    def __init__(self, k1_build, k2_build=None):
-        self.k1_build, self.k2_build = k1_build, k2_build
-        self.builds = (k1_build,) if k2_build is None else (k1_build, k2_build)
-        self.spec = entry_spec(k1_build, k2_build)
+    def __init__(self, *builds):
+        self.builds = tuple(b for b in builds if b is not None)
+        self.k1_build = self.builds[0]
+        self.k2_build = self.builds[1] if len(self.builds) > 1 else None
+        self.spec = entry_spec(*self.builds)
         self.contract = self.spec.contract
-        self.module, self.dir, self.binding = _module(k1_build, k2_build)
+        self.module, self.dir, self.binding = _module(*self.builds)
         # build name -> the IR hash this entry was generated from (the release gate checks it)
         self.ir_hashes = {k["name"]: k["ir_hash"] for k in self.binding["kernels"].values()}
         self._entry = self.module["entry"]

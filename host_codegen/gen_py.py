@@ -198,7 +198,8 @@ def generate(spec: EntrySpec) -> str:
     for ks, fn in zip(spec.kernels, fns):
         args = []
         for p in ks.params:
-            args.append(local.get(p.name, contract.public(p.name)))
+            derived = p.kind == "scalar" and p.name in dict(spec.derived_vars)
+            args.append(_v(p.name) if derived else local.get(p.name, contract.public(p.name)))
         L.append(f"    {fn}({', '.join(args)})")
     have = {p.name for p in spec.outputs}
     L.append(f"    return {', '.join(o if o in have else 'None' for o in contract.outputs)}")

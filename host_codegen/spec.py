@@ -411,10 +411,11 @@ class EntrySpec:
     scalar_preconditions: tuple
     head_dim: int
     contract: Contract = PREFILL
+    rest: tuple = ()           # KernelSpecs after K2, in launch order (the sequence split's chain)
 
     @property
     def kernels(self) -> tuple:
-        return (self.k1,) if self.k2 is None else (self.k1, self.k2)
+        return (self.k1,) if self.k2 is None else (self.k1, self.k2) + self.rest
 
     @property
     def key(self) -> str:
@@ -450,7 +451,8 @@ def _merge(a: TensorParam, b: TensorParam) -> TensorParam:
 
 
 def _public_params(kspecs, contract: Contract, skip=frozenset()):
-    """(inputs, outputs, scalars) of the kernels' parameters under their public names."""
+    """(inputs, outputs, scalars) of the kernels' parameters under their public names; `skip`
+    names workspace buffers and scalar parameters the entry derives from the shapes."""
     merged: dict[str, TensorParam] = {}
     for ks in kspecs:
         for p in ks.params:
@@ -471,7 +473,7 @@ def _public_params(kspecs, contract: Contract, skip=frozenset()):
     scalars = {}
     for ks in kspecs:
         for p in ks.params:
-            if p.kind == "scalar":
+            if p.kind == "scalar" and p.name not in skip:
                 scalars.setdefault(p.name, p)
     for n in scalars:
         if n not in contract.scalars:
@@ -494,31 +496,56 @@ def _head_dim(inputs) -> Optional[int]:
 
 
 def join(k1: KernelSpec, k2: KernelSpec, k1_build, k2_build, contract: Contract = PREFILL) -> EntrySpec:
-    varlen = bool(getattr(k1_build.config, "varlen"))
-    if bool(getattr(k2_build.config, "varlen")) != varlen:
-        raise ValueError("K1 and K2 builds must agree on varlen")
-    if dict(k1.derived_vars) != dict(k2.derived_vars):
-        raise ValueError(f"K1 and K2 derive shape variables differently: {k1.derived_vars} vs {k2.derived_vars}")
+    return chain((k1, k2), (k1_build, k2_build), contract)
 
-    t1 = {p.name: p for p in k1.params if p.kind == "tensor"}
-    t2 = {p.name: p for p in k2.params if p.kind == "tensor"}
-    workspace = []
-    for n, p in t1.items():
-        if p.written:
-            if n not in t2 or t2[n].written:
-                raise ValueError(f"K1 output {n} is not a K2 input")
-            workspace.append(_merge(p, t2[n]))
-    inputs, outputs, scalars = _public_params((k1, k2), contract, skip={w.name for w in workspace})
+
+def chain(kspecs, builds, contract: Contract = PREFILL, derived: tuple = ()) -> EntrySpec:
+    """The entry of kernels launched in order on one stream: K1 and K2, or K1 and the sequence
+    split's passes. A buffer one kernel writes and a later one reads is workspace; `derived`
+    adds shape variables no kernel derives ((var, Python expression), ...: the split's G)."""
+    varlen = bool(getattr(builds[0].config, "varlen"))
+    if any(bool(getattr(b.config, "varlen")) != varlen for b in builds):
+        raise ValueError("the builds of one entry must agree on varlen")
+    derived_vars: dict = {}
+    for ks in kspecs:
+        for v, e in ks.derived_vars:
+            if derived_vars.setdefault(v, e) != e:
+                raise ValueError(f"{ks.build_name} derives {v} differently: {X.to_text(e)} vs "
+                                 f"{X.to_text(derived_vars[v])}")
+    for v, e in derived:
+        derived_vars[v] = X.simplify(X.from_py(e))
+
+    tensors = [{p.name: p for p in ks.params if p.kind == "tensor"} for ks in kspecs]
+    workspace: dict[str, TensorParam] = {}
+    for i, ti in enumerate(tensors):
+        for n, p in ti.items():
+            if not p.written or n in workspace:
+                continue
+            readers = [t[n] for t in tensors[i + 1:] if n in t]
+            if any(r.written for r in readers):
+                raise ValueError(f"{kspecs[i].build_name} output {n} is written again by a later kernel")
+            if not readers:
+                if i + 1 < len(kspecs) and contract.public(n) not in contract.outputs:
+                    raise ValueError(f"{kspecs[i].build_name} output {n} is read by no later kernel")
+                continue
+            w = p
+            for r in readers:
+                w = _merge(w, r)
+            workspace[n] = w
+    inputs, outputs, scalars = _public_params(kspecs, contract, skip=set(workspace) | set(derived_vars))
 
     # Preconditions that only a varlen build states are attributed to cu_seqlens in messages.
-    fixed_cfg = type(k1_build.config)(**{**k1_build.config_dict(), "varlen": False})
-    fixed_pre = set(fixed_cfg.preconditions())
-    pre = [(src, e, varlen and src not in fixed_pre) for src, e in _dedup(k1.preconditions + k2.preconditions)]
+    fixed_pre = set()
+    for b in builds:
+        fixed_pre |= set(type(b.config)(**{**b.config_dict(), "varlen": False}).preconditions())
+    pre = [(src, e, varlen and src not in fixed_pre)
+           for src, e in _dedup(sum((tuple(ks.preconditions) for ks in kspecs), ()))]
+    k1, k2, *rest = kspecs
     return EntrySpec(k1=k1, k2=k2, varlen=varlen, inputs=tuple(inputs), outputs=tuple(outputs),
-                     workspace=tuple(workspace), scalars=scalars, derived_vars=k1.derived_vars,
+                     workspace=tuple(workspace.values()), scalars=scalars, derived_vars=tuple(derived_vars.items()),
                      preconditions=tuple(pre),
-                     scalar_preconditions=tuple(_dedup(k1.scalar_preconditions + k2.scalar_preconditions)),
-                     head_dim=_head_dim(inputs), contract=contract)
+                     scalar_preconditions=tuple(_dedup(sum((tuple(ks.scalar_preconditions) for ks in kspecs), ()))),
+                     head_dim=_head_dim(inputs), contract=contract, rest=tuple(rest))
 
 
 def single(ks: KernelSpec, contract: Contract) -> EntrySpec:
@@ -537,7 +564,17 @@ def contract_of(build) -> Contract:
     return DECODE if build.config.token_axis else DECODE_ONE_TOKEN
 
 
-def read_entry(k1_build, k2_build=None) -> EntrySpec:
-    if k2_build is None:
-        return single(read_kernel(k1_build), contract_of(k1_build))
-    return join(read_kernel(k1_build), read_kernel(k2_build), k1_build, k2_build)
+def read_entry(*builds) -> EntrySpec:
+    if len(builds) == 1:
+        return single(read_kernel(builds[0]), contract_of(builds[0]))
+    return chain(tuple(read_kernel(b) for b in builds), builds, derived=chain_derived(builds))
+
+
+def chain_derived(builds) -> tuple:
+    """Shape variables an entry of these builds derives beyond its kernels' own: the sequence
+    split's segment length L (a scalar parameter of its passes) and count G
+    (kda_kernels.configs.split_plan_exprs)."""
+    if not any(b.stage == "k2_map" for b in builds):
+        return ()
+    from kda_kernels.configs import split_plan_exprs
+    return split_plan_exprs()

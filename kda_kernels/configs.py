@@ -13,6 +13,42 @@ CHUNK = 16
 MAX_SEQUENCES = 2**20
 SEARCH_STEPS = 21
 
+# The sequence split (issue 9): each sequence is cut into segments of L chunks, planned from the
+# shapes alone (no device sync). Pass C runs N * HV * 2 programs a segment: L aims at
+# SPLIT_PROGRAMS of them (two an SM on 132 SMs) for sequences of the average length, keeps at
+# least SPLIT_MIN_CHUNKS chunks a segment (the scan costs ~4 us a segment), and keeps
+# G = ceil(ceil(T / 16) / L), which covers the longest sequence possible, at most SPLIT_MAX_G.
+# The API splits when the average sequence gets SPLIT_MIN_G segments or more.
+# bench/NOTES.md (session 10) has the measurements.
+SPLIT_PROGRAMS = 256
+SPLIT_MIN_CHUNKS = 32
+SPLIT_MIN_G = 8
+SPLIT_MAX_G = 1024
+
+
+def split_plan(N: int, T: int, HV: int) -> tuple[int, int]:
+    """(L, G) for N packed sequences of T tokens in all and HV value heads."""
+    per_seq = (T // N + 15) // 16
+    target = max(1, SPLIT_PROGRAMS // (2 * N * HV))
+    L = max(SPLIT_MIN_CHUNKS, (per_seq + target - 1) // target, ((T + 15) // 16 + SPLIT_MAX_G - 1) // SPLIT_MAX_G)
+    return L, ((T + 15) // 16 + L - 1) // L
+
+
+def use_split(N: int, T: int, HV: int) -> bool:
+    """Whether the average sequence gets SPLIT_MIN_G segments or more."""
+    L, _ = split_plan(N, T, HV)
+    return (T // N + 15) // 16 >= SPLIT_MIN_G * L
+
+
+def split_plan_exprs() -> tuple:
+    """split_plan as the host entry's derived variables ((name, Python expression), ...)."""
+    N = "(N1 - 1)"
+    per_seq = f"((T // {N} + 15) // 16)"
+    target = f"max(1, {SPLIT_PROGRAMS} // (2 * {N} * HV))"
+    L = (f"max({SPLIT_MIN_CHUNKS}, max(({per_seq} + {target} - 1) // {target}, "
+         f"((T + 15) // 16 + {SPLIT_MAX_G - 1}) // {SPLIT_MAX_G}))")
+    return (("L", L), ("G", "((T + 15) // 16 + L - 1) // L"))
+
 
 @dataclass(frozen=True)
 class K1Config:
@@ -92,6 +128,12 @@ class K2Config:
     in_dtype: str = "bfloat16"
     ws_dtype: str = "float16"  # Wk, qd, kr, U0, Mqk (see K1Config)
     bank_conflict_budget: int = 8
+    # The sequence split (issue 9; KDA.md section 3): "full" runs each sequence's whole chain;
+    # "map" (pass A) runs each of G segments of a sequence from zero with V value rows and from the
+    # identity with K more rows and U0 = 0, writing the segment's affine map S_end = S_start M + B
+    # as maps[n, g] = [B; M] and no output; "seg" (pass C) runs each segment from the start state
+    # that kda_kernels/k2_scan.py composed from the maps, writing the output only.
+    mode: str = "full"
     # Measurement only, never released: "no_store" skips the output stores. (Two ways to take the
     # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->
     # 0.453 ms at H96 1x8192, and each chunk's output stored during the next chunk's first
@@ -126,6 +168,10 @@ class K2Config:
     def name(self) -> str:
         h0 = {None: "h0none", "float32": "h0f32", "bfloat16": "h0bf16"}[self.initial_state]
         ht = "ht" if self.final_state else "htnone"
+        if self.mode != "full":
+            return (f"k2_{self.mode}_" + ("varlen" if self.varlen else "fixed")
+                    + (f"_c{self.consumers}" if self.consumers != 1 else "")
+                    + (f"_probe_{self.probe}" if self.probe else ""))
         return ("k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}"
                 + (f"_c{self.consumers}" if self.consumers != 1 else "")
                 + (f"_probe_{self.probe}" if self.probe else ""))
@@ -134,15 +180,67 @@ class K2Config:
         return {}
 
     def derived_vars(self) -> dict[str, str]:
+        if self.mode == "map":
+            return {}  # no tensor of pass A fixes T; the chain's entry derives NC from K1's
         if self.varlen:
             return {"NC": "T // 16 + (N1 - 1)"}
         return {"NC": "B * ((T + 15) // 16)"}
 
     def preconditions(self) -> list[str]:
+        if self.mode == "map":
+            # the preconditions below with T eliminated (NC as the entry derives it from T)
+            pre = ["HV >= 1", "HV <= 256"]
+            if self.varlen:
+                pre += ["N1 >= 2", "N1 <= 2**20 + 1", "NC >= N1 - 1", "(NC - N1 + 1) * 16 * HV <= 2**23"]
+            else:
+                pre += ["B >= 1", "NC >= B", "NC % B == 0", "(NC // B - 1) * 16 * B * HV < 2**23"]
+            return pre + ["G >= 1", "G <= 1024", "L >= 1", "L <= 2**20"]
         pre = ["B >= 1", "T >= 1", "HV >= 1", "HV <= 256", "B * T * HV <= 2**23"]
         pre += [f"{v} == {e}" for v, e in self.derived_vars().items()]
         if self.varlen:
             pre += ["B == 1", "N1 >= 2", "N1 <= 2**20 + 1"]
+        if self.mode != "full":
+            pre += ["G >= 1", "G <= 1024", "L >= 1", "L <= 2**20"]
+        return pre
+
+
+@dataclass(frozen=True)
+class ScanConfig:
+    """The split's scan (kda_kernels/k2_scan.py): composes pass A's per-segment maps in fp32 into
+    each segment's start state, and the sequence's final state."""
+    varlen: bool = False
+    initial_state: Optional[str] = None  # None, "float32" or "bfloat16"
+    final_state: bool = False            # its dtype follows initial_state (float32 without one)
+    head_dim: int = 128
+    value_dim: int = 128
+    block_rows: int = 8     # state rows a program carries through the G segments
+    threads: int = 128      # one state column a thread
+    bank_conflict_budget: int = 8
+
+    @property
+    def final_state_dtype(self) -> Optional[str]:
+        if not self.final_state:
+            return None
+        return self.initial_state or "float32"
+
+    @property
+    def name(self) -> str:
+        h0 = {None: "h0none", "float32": "h0f32", "bfloat16": "h0bf16"}[self.initial_state]
+        ht = "ht" if self.final_state else "htnone"
+        return "k2_scan_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}"
+
+    def pass_configs(self) -> dict:
+        return {}
+
+    def derived_vars(self) -> dict[str, str]:
+        return {}
+
+    def preconditions(self) -> list[str]:
+        pre = ["HV >= 1", "HV <= 256", "G >= 1", "G <= 1024"]
+        if self.varlen:
+            pre += ["N1 >= 2", "N1 <= 2**20 + 1", "(N1 - 1) * G * HV <= 2**23"]
+        else:
+            pre += ["B >= 1", "B * G * HV <= 2**23"]
         return pre
 
 

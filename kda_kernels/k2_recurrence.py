@@ -14,6 +14,19 @@ Mqk [C, C]; gC [K]), per chunk:
 so the chain per chunk is two dependent wgmma groups. A loading warpgroup fills a ring of
 `stages` slots by TMA; the roles meet only at the ring's mbarriers, with no CTA-wide barrier
 per chunk.
+
+The sequence split (K2Config.mode; KDA.md section 3). Per chunk St -> St P + Q with
+P = diag(gC) - Wk^T kr and Q = U0^T kr, the same P for every row, so a segment of chunks maps
+S_start to S_start M + B. A sequence is cut into segments of L chunks (L a scalar parameter, G
+segments in the grid's z); pass A ("map") runs each segment with V rows started at zero (they
+end at B) and K rows started at the identity with U0 taken as zero (they end at M):
+
+    Ut   = u0s U0^T - Sh Wk^T               (u0s = 1 for value rows, 0 for identity rows)
+    St   = St diag(gC) + Ut kr
+
+and writes maps[n, g] = [B; M], no output (a segment past the sequence's end writes [0; I]).
+kda_kernels/k2_scan.py composes the maps in fp32 into each segment's start state; pass C ("seg")
+runs the full step above over each segment from it.
 """
 import tilelang.language as T
 
@@ -45,13 +58,34 @@ def wy_chain_step(BV, K, C, op):
     return step
 
 
+def wy_map_step(BV, K, C, op):
+    """One chunk of pass A for a warpgroup's BV rows: no output, U0 scaled by u0s (0 for the
+    identity rows that carry M)."""
+    f32 = "float32"
+
+    @T.macro
+    def step(s, u0_col, u0s, St, Sh, WO, Uh, Wk_r, kr_r, U0_r, gC_r):
+        T.copy(St, Sh)
+        T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
+        T.wait_wgmma(0)
+        for j, d in T.Parallel(BV, K):
+            St[j, d] = St[j, d] * gC_r[s, d]
+        for j, r in T.Parallel(BV, C):
+            Uh[j, r] = T.Cast(op, u0s * T.Cast(f32, U0_r[s, r, u0_col + j]) - WO[j, r])
+        T.wgmma_gemm(Uh, kr_r[s, :, :], St)
+        T.wait_wgmma(0)
+    return step
+
+
 def build_k2(cfg: K2Config):
     K, V, C = cfg.head_dim, cfg.value_dim, CHUNK
     NW = cfg.consumers
     BV = 64
     BP = BV * NW
     S = cfg.stages
-    assert V % BP == 0 and NW in (1, 2)
+    mode = cfg.mode
+    assert V % BP == 0 and K % BP == 0 and NW in (1, 2) and mode in ("full", "map", "seg")
+    assert mode == "full" or (cfg.initial_state is None and not cfg.final_state)
     f32, op, bf = "float32", cfg.ws_dtype, cfg.in_dtype
     creg, preg = cfg.regs
     launch = 65536 // (cfg.threads * max(cfg.min_blocks, 1)) // 8 * 8
@@ -64,65 +98,95 @@ def build_k2(cfg: K2Config):
     HV = T.dynamic("HV")
     NC = T.dynamic("NC")
     N1 = T.dynamic("N1")
+    G = T.dynamic("G") if mode != "full" else 1
     NS = N1 - 1 if cfg.varlen else B
     h0_dtype = cfg.initial_state or f32
     ht_dtype = cfg.final_state_dtype or f32
-    step = wy_chain_step(BV, K, C, op)
+    # the state rows a (sequence or segment, head) has: pass A adds K identity rows
+    ROWS = V + K if mode == "map" else V
+    outputs = mode != "map"
+    step = wy_chain_step(BV, K, C, op) if outputs else wy_map_step(BV, K, C, op)
+    # Pass A has no tensor that fixes T: its token indices are clamped to the last token that NC
+    # allows, which is T or past it (valid cu_seqlens give the same segments as pass C's; any
+    # contents stay inside the buffers through the clamps on nch).
+    Tc = Tn if outputs else ((NC - NS) * C + C - 1 if cfg.varlen else NC // B * C)
 
     @T.macro
     def consumer(w, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty,
-                 h0, o, ht, b, n, hv, vb, bos, seqlen, nch):
+                 h0, o, ht, b, n, gs, hv, vb, bos, seqlen, nch):
         T.set_max_nreg(creg, 1)
         v0 = vb * BP + w * BV
-        if cfg.initial_state is not None:
+        if mode == "seg":
+            T.copy(h0[n, gs, hv, v0:v0 + BV, :], St)
+        elif mode == "map":
+            # value rows from zero, identity rows (v0 >= V) from I
+            for j, d in T.Parallel(BV, K):
+                St[j, d] = T.if_then_else(v0 + j - V == d, 1.0, 0.0)
+        elif cfg.initial_state is not None:
             T.copy(h0[n, hv, v0:v0 + BV, :], St)
         else:
             T.clear(St)
+        u0s = T.if_then_else(v0 < V, 1.0, 0.0)
         for c in T.serial(nch):
             s = c % S
             T.barrier_wait(full[s], (c // S) % 2)
-            step(s, w * BV, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
+            if outputs:
+                step(s, w * BV, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
+            else:
+                step(s, w * BV, u0s, St, Sh, WO, Uh, Wk_r, kr_r, U0_r, gC_r)
             T.barrier_arrive(empty[s])
-            if cfg.probe != "no_store":
+            if outputs and cfg.probe != "no_store":
                 for j, r in T.Parallel(BV, C):
                     if c * C + r < seqlen:
                         o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
-        if cfg.final_state:
+        if mode == "map":
+            T.copy(St, ht[n, gs, hv, v0:v0 + BV, :])
+        elif cfg.final_state:
             T.copy(St, ht[n, hv, v0:v0 + BV, :])
 
     @T.macro
     def loader(tx, Wk, qd, kr, U0, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty, hv, vb, slot0, nch):
         T.set_max_nreg(preg, 0)
+        ub = vb % (V // BP)
         if tx - NW * WARPGROUP < 32:
             for c in T.serial(nch):
                 s = c % S
                 T.barrier_wait(empty[s], (c // S + 1) % 2)
                 row0 = (slot0 + c) * C
                 T.tma_copy(Wk[hv, row0:row0 + C, :], Wk_r[s, :, :], barrier=full[s])
-                T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
+                if outputs:
+                    T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
                 T.tma_copy(kr[hv, row0:row0 + C, :], kr_r[s, :, :], barrier=full[s])
-                T.tma_copy(U0[hv, row0:row0 + C, vb * BP:(vb + 1) * BP], U0_r[s, :, :], barrier=full[s])
-                T.tma_copy(Mqk[hv, row0:row0 + C, :], Mqk_r[s, :, :], barrier=full[s])
+                T.tma_copy(U0[hv, row0:row0 + C, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
+                if outputs:
+                    T.tma_copy(Mqk[hv, row0:row0 + C, :], Mqk_r[s, :, :], barrier=full[s])
                 T.tma_copy(gC[hv, slot0 + c, :], gC_r[s, :], barrier=full[s])
                 T.barrier_arrive(full[s])
 
     @T.macro
-    def _body(Wk, qd, kr, U0, Mqk, gC, cu_seqlens, h0, o, ht):
-        # The sequence is grid x (up to 2^31 - 1; y and z stop at 65535), and by = hv * (V / BP) + vb.
-        with T.Kernel(NS, HV * (V // BP), threads=cfg.threads) as (n, by):
-            hv = by // (V // BP)
-            vb = by % (V // BP)
+    def _body(Wk, qd, kr, U0, Mqk, gC, cu_seqlens, h0, o, ht, L=None):
+        # the split: G segments of L chunks a sequence (L a scalar parameter that the host derives
+        # with G from the shapes, G L >= a sequence's chunks; kda_kernels.configs.split_plan)
+        # The sequence is grid x (up to 2^31 - 1; y and z stop at 65535), by = hv * (ROWS / BP) + vb,
+        # and the split's segment is z (its own grid index, so that `verify` bounds gs * seg).
+        grid = (NS, HV * (ROWS // BP)) if mode == "full" else (NS, HV * (ROWS // BP), G)
+        with T.Kernel(*grid, threads=cfg.threads) as bxyz:
+            n = bxyz[0]
+            hv = bxyz[1] // (ROWS // BP)
+            vb = bxyz[1] % (ROWS // BP)
+            gs = 0 if mode == "full" else bxyz[2]
             Wk_r = T.alloc_shared((S, C, K), op)
-            qd_r = T.alloc_shared((S, C, K), op)
+            qd_r = T.alloc_shared((S, C, K), op) if outputs else None
             kr_r = T.alloc_shared((S, C, K), op)
             U0_r = T.alloc_shared((S, C, BP), op)
-            Mqk_r = T.alloc_shared((S, C, C), op)
+            Mqk_r = T.alloc_shared((S, C, C), op) if outputs else None
             gC_r = T.alloc_shared((S, K), f32)
             full = T.alloc_barrier(arrive_count=[32] * S)
             empty = T.alloc_barrier(arrive_count=[NW * WARPGROUP] * S)
 
             frags = [(T.alloc_fragment((BV, K), f32), T.alloc_fragment((BV, K), op), T.alloc_fragment((BV, C), f32),
-                      T.alloc_fragment((BV, C), f32), T.alloc_fragment((BV, C), op)) for _ in range(NW)]
+                      T.alloc_fragment((BV, C), f32) if outputs else None, T.alloc_fragment((BV, C), op))
+                     for _ in range(NW)]
 
             if cfg.min_blocks:
                 T.annotate_min_blocks_per_sm(cfg.min_blocks)
@@ -133,25 +197,33 @@ def build_k2(cfg: K2Config):
             if cfg.varlen:
                 # Clamped as in K1, so that any cu_seqlens contents stay inside the buffers;
                 # the sequence's first chunk slot is bos // C + n (see K1).
-                bos = _math.token_index(cu_seqlens[n], Tn)
-                seqlen = T.max(_math.token_index(cu_seqlens[n + 1], Tn), bos) - bos
+                bos = _math.token_index(cu_seqlens[n], Tc)
+                seqlen = T.max(_math.token_index(cu_seqlens[n + 1], Tc), bos) - bos
                 slot0 = bos // C + n
             else:
-                seqlen = Tn
-                slot0 = n * T.ceildiv(Tn, C)
+                seqlen = Tc
+                slot0 = n * T.ceildiv(Tc, C)
             slot0 = T.max(slot0, 0)
             nch = T.max(T.min(T.ceildiv(seqlen, C), NC - slot0), 0)
             b = 0 if cfg.varlen else n
-
             ring = (Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
             tx = T.get_thread_binding()
-            args = (*ring, full, empty, h0, o, ht, b, n, hv, vb, bos, seqlen, nch)
+            if mode == "full":
+                args = (*ring, full, empty, h0, o, ht, b, n, gs, hv, vb, bos, seqlen, nch)
+            else:
+                # segment gs: chunks [gs L, gs L + L) of the sequence, cut at its end (the segments
+                # past it run no chunk: pass A writes their map as the identity)
+                c0 = T.alloc_var("int32", init=0)
+                c0 = T.min(gs * L, nch)
+                nch = T.min(L, nch - c0)
+                args = (*ring, full, empty, h0, o, ht, b, n, gs, hv, vb, bos + c0 * C, seqlen - c0 * C, nch)
             if tx < WARPGROUP:
                 consumer(0, *frags[0], *args)
             elif NW == 2 and tx < 2 * WARPGROUP:
                 consumer(1, *frags[-1], *args)
             else:
-                loader(tx, Wk, qd, kr, U0, Mqk, gC, *ring, full, empty, hv, vb, slot0, nch)
+                loader(tx, Wk, qd, kr, U0, Mqk, gC, *ring, full, empty, hv, vb,
+                       slot0 if mode == "full" else slot0 + c0, nch)
 
     # A fresh T.Tensor per parameter: parameters annotated with one shared T.Tensor object become
     # one buffer (TileLang 0.1.x; `verify` checks it: model.params).
@@ -164,17 +236,34 @@ def build_k2(cfg: K2Config):
         gC=T.Tensor((HV, NC, K), f32),
     )
     o_t = T.Tensor((B, Tn, HV, V), bf)
-    h0_t = T.Tensor((NS, HV, V, K), h0_dtype)
-    ht_t = T.Tensor((NS, HV, V, K), ht_dtype)
+    if mode == "full":
+        h0_t = T.Tensor((NS, HV, V, K), h0_dtype)
+        ht_t = T.Tensor((NS, HV, V, K), ht_dtype)
+    else:
+        # seg: the start state of every segment (from k2_scan); map: every segment's [B; M]
+        h0_t = T.Tensor((NS, G, HV, V, K), f32)
+        ht_t = T.Tensor((NS, G, HV, V + K, K), f32)
     cu_t = T.Tensor((N1,), "int64")
 
     # One signature with every optional tensor; the absent ones are dropped (not null), so that
     # they stay out of the IR that `verify` and `host_codegen` read.
-    @T.prim_func
-    def k2_recurrence(Wk: ws["Wk"], qd: ws["qd"], kr: ws["kr"], U0: ws["U0"], Mqk: ws["Mqk"], gC: ws["gC"],
-                      cu_seqlens: cu_t, h0: h0_t, o: o_t, ht: ht_t):
-        _body(Wk, qd, kr, U0, Mqk, gC, cu_seqlens, h0, o, ht)
+    if mode == "full":
+        @T.prim_func
+        def k2_recurrence(Wk: ws["Wk"], qd: ws["qd"], kr: ws["kr"], U0: ws["U0"], Mqk: ws["Mqk"], gC: ws["gC"],
+                          cu_seqlens: cu_t, h0: h0_t, o: o_t, ht: ht_t):
+            _body(Wk, qd, kr, U0, Mqk, gC, cu_seqlens, h0, o, ht)
 
-    absent = [name for name, present in (("cu_seqlens", cfg.varlen), ("h0", cfg.initial_state is not None),
-                                         ("ht", cfg.final_state)) if not present]
-    return _tir.drop_params(k2_recurrence, absent)
+        absent = [name for name, present in (("cu_seqlens", cfg.varlen), ("h0", cfg.initial_state is not None),
+                                             ("ht", cfg.final_state)) if not present]
+        return _tir.drop_params(k2_recurrence, absent)
+
+    # the split's passes: pass C reads every segment's start state (from k2_scan), pass A writes
+    # every segment's [B; M]
+    @T.prim_func
+    def k2_split(Wk: ws["Wk"], qd: ws["qd"], kr: ws["kr"], U0: ws["U0"], Mqk: ws["Mqk"], gC: ws["gC"],
+                 cu_seqlens: cu_t, starts: h0_t, o: o_t, maps: ht_t, L: T.int32):
+        _body(Wk, qd, kr, U0, Mqk, gC, cu_seqlens, starts, o, maps, L)
+
+    absent = [name for name, present in (("cu_seqlens", cfg.varlen), ("starts", mode == "seg"), ("o", outputs),
+                                         ("maps", mode == "map"), ("qd", outputs), ("Mqk", outputs)) if not present]
+    return _tir.drop_params(k2_split, absent)

@@ -19,23 +19,27 @@ import itertools
 from dataclasses import asdict, dataclass
 from typing import Union
 
-from .configs import DecodeConfig, K1Config, K2Config
+from .configs import DecodeConfig, K1Config, K2Config, ScanConfig
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
-KernelConfig = Union[K1Config, K2Config, DecodeConfig]
+KernelConfig = Union[K1Config, K2Config, ScanConfig, DecodeConfig]
 
 # stage -> "module:function" of the factory that turns the stage's config into a PrimFunc
 FACTORIES = {
     "k1": "kda_kernels.k1_prepare:build_k1",
     "k2": "kda_kernels.k2_recurrence:build_k2",
+    # the sequence split (issue 9): pass A, the scan, pass C
+    "k2_map": "kda_kernels.k2_recurrence:build_k2",
+    "k2_scan": "kda_kernels.k2_scan:build_scan",
+    "k2_seg": "kda_kernels.k2_recurrence:build_k2",
     "decode": "kda_kernels.decode:build_decode",
 }
 
 
 @dataclass(frozen=True)
 class Build:
-    stage: str  # "k1", "k2" or "decode"
+    stage: str  # "k1", "k2", "k2_map", "k2_scan", "k2_seg" or "decode"
     config: KernelConfig
 
     @property
@@ -64,6 +68,13 @@ def _released() -> tuple[Build, ...]:
     # K2 does no transcendental math, so fast_math selects only among K1 builds.
     for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final)))
+    # The sequence split: K1, then pass A, the scan (which reads the initial state and writes the
+    # final state) and pass C in place of K2. Varlen only: kda_prefill passes a fixed batch to it
+    # as B sequences of T tokens.
+    builds.append(Build("k2_map", K2Config(varlen=True, mode="map")))
+    builds.append(Build("k2_seg", K2Config(varlen=True, mode="seg")))
+    for h0, out_final in itertools.product((None, "float32", "bfloat16"), (False, True)):
+        builds.append(Build("k2_scan", ScanConfig(varlen=True, initial_state=h0, final_state=out_final)))
     # kda_decode: with a token axis S (1..8 tokens) is a shape variable; without one the token
     # inputs are [N, ...], the common one-token call, which then needs no views on the host.
     for state_dtype, fast_math, token_axis in itertools.product(("float32", "bfloat16"), (False, True),

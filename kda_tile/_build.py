@@ -58,7 +58,7 @@ def _prepare_one(name: str) -> dict:
 
 
 def _entry_one(i: int) -> dict:
-    """Worker: one released entry's generated C++ host entry ((K1, K2) pair or decode build),
+    """Worker: one released entry's generated C++ host entry ((K1, K2) pair, split or decode build),
     compiled unless cached."""
     import host_codegen as hc
     from host_codegen.cpp_entry import read_binding
@@ -115,8 +115,10 @@ def build(jobs: int, entries: bool = True, verbose: bool = False) -> int:
     n_pairs, failed_entries = 0, 0
     if entries and not failed:
         n_pairs = len(hc.released_entries())
-        n_decode = n_pairs - len(hc.released_pairs())
-        print(f"host entries: {n_pairs} released ({n_pairs - n_decode} (K1, K2) pairs, {n_decode} decode builds)",
+        n_split = len(hc.released_splits())
+        n_decode = n_pairs - len(hc.released_pairs()) - n_split
+        print(f"host entries: {n_pairs} released ({n_pairs - n_decode - n_split} (K1, K2) pairs, {n_split} "
+              f"sequence splits, {n_decode} decode builds)",
               flush=True)
         failed_entries = _run(_entry_one, list(range(n_pairs)), jobs, verbose, _entry_line)
     t2 = time.perf_counter()

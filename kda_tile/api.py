@@ -5,16 +5,50 @@ from typing import Optional
 import torch
 
 from kda_kernels import registry
+from kda_kernels import configs as _configs
 
 from . import gate
 
 _STATE_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
 
 
-def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optional[str], output_final_state: bool):
+def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optional[str], output_final_state: bool,
+                  split: bool = False):
+    """(K1, K2), or with `split` (K1, pass A, scan, pass C): the sequence split, where the scan
+    reads the initial state and writes the final state."""
     k1 = registry.find("k1", varlen=varlen, fast_math=fast_math)
+    if split:
+        return (k1, registry.find("k2_map", varlen=varlen),
+                registry.find("k2_scan", varlen=varlen, initial_state=initial_state_dtype,
+                              final_state=output_final_state),
+                registry.find("k2_seg", varlen=varlen))
     k2 = registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state)
     return k1, k2
+
+
+def use_split(q, v, cu_seqlens) -> bool:
+    """Whether a call takes the sequence split (issue 9): when the shapes alone give the average
+    sequence SPLIT_MIN_G segments or more (kda_kernels.configs.split_plan; the entry derives the
+    same plan). KDA_TILE_SPLIT=0 or 1 forces it off or on. Malformed arguments give False: the
+    unsplit entry's checks then name them."""
+    force = os.environ.get("KDA_TILE_SPLIT")
+    if force in ("0", "1"):
+        return force == "1"
+    try:
+        if cu_seqlens is None:
+            key = (q.shape[0], q.shape[0] * q.shape[1], v.shape[2])
+        else:
+            key = (cu_seqlens.shape[0] - 1, q.shape[1], v.shape[2])
+        return _SPLIT[key]
+    except KeyError:
+        _SPLIT[key] = key[0] >= 1 and key[1] >= 1 and key[2] >= 1 and _configs.use_split(*key)
+        return _SPLIT[key]
+    except (AttributeError, IndexError, TypeError):
+        return False
+
+
+# (N, T, HV) -> use_split's answer
+_SPLIT: dict = {}
 
 
 def _gated_entry(*builds):
@@ -30,19 +64,20 @@ def _gated_entry(*builds):
     return entry
 
 
-def _entry(k1, k2):
-    """The host entry's call for one (K1, K2) pair, once both builds pass the release gate."""
-    if os.environ.get("KDA_TILE_BACKEND", "generated") == "generated":
-        entry = _gated_entry(k1, k2)
+def _entry(*builds):
+    """The host entry's call for one (K1, K2) pair or split, once every build passes the release gate."""
+    if os.environ.get("KDA_TILE_BACKEND", "generated") == "generated" or len(builds) != 2:
+        entry = _gated_entry(*builds)
         _LOADED.append(entry)
         return entry.fast if hasattr(entry, "fast") else entry
     from . import _launch  # TileLang's own JIT launchers, for debugging the generated entry
+    k1, k2 = builds
     for b in (k1, k2):
         gate.check_artifact(b, gate.check(b), registry.ir_hash(registry.lower(b)), "TileLang JIT kernel")
     return lambda *a: _launch.launch(k1, k2, *a)
 
 
-# (fixed batch, fast_math, initial_state dtype, output_final_state) -> the entry's call
+# (fixed batch, fast_math, initial_state dtype, output_final_state, split) -> the entry's call
 _ENTRIES: dict = {}
 _LOADED: list = []
 
@@ -54,7 +89,7 @@ def empty_cache() -> int:
     return sum(e.release_workspaces() for e in _LOADED if hasattr(e, "release_workspaces"))
 
 
-def _prepare(initial_state, output_final_state, cu_seqlens, fast_math):
+def _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split=False):
     if initial_state is not None and not isinstance(initial_state, torch.Tensor):
         raise TypeError(f"initial_state: expected a torch.Tensor or None, got {type(initial_state).__name__}")
     if initial_state is not None and initial_state.dtype not in _STATE_DTYPES:
@@ -62,7 +97,7 @@ def _prepare(initial_state, output_final_state, cu_seqlens, fast_math):
     return select_builds(
         varlen=cu_seqlens is not None, fast_math=bool(fast_math),
         initial_state_dtype=None if initial_state is None else _STATE_DTYPES[initial_state.dtype],
-        output_final_state=bool(output_final_state))
+        output_final_state=bool(output_final_state), split=split)
 
 
 def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None, initial_state=None,
@@ -70,9 +105,9 @@ def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=No
     """Runs every check kda_prefill runs, launching nothing: the release gate of both builds,
     then the generated entry's argument checks. `device` names the device the tensors must
     share (default: a CUDA device), so the rules can be exercised on the CPU."""
-    k1, k2 = _prepare(initial_state, output_final_state, cu_seqlens, fast_math)
+    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, use_split(q, v, cu_seqlens))
     kw = _expect_device(device)
-    entry = _gated_entry(k1, k2)
+    entry = _gated_entry(*builds)
     return entry.validate_only(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
                                validate=validate, **kw)
 
@@ -116,13 +151,23 @@ def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, sca
     _require_bool("output_final_state", output_final_state)
     if torch.is_grad_enabled() and _may_require_grad(q, k, v, g, beta, A_log, dt_bias, initial_state):
         _no_grad_inputs(_TENSOR_ARGS, (q, k, v, g, beta, A_log, dt_bias, initial_state), "kda_tile has no backward yet")
+    split = use_split(q, v, cu_seqlens)
+    if split and cu_seqlens is None:
+        flat = _as_sequences(q, k, v, g, beta, out)
+        if flat is not None:
+            o, ht = kda_prefill_eager(*flat[:5], A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, scale=scale,
+                                      initial_state=initial_state, output_final_state=output_final_state,
+                                      cu_seqlens=flat[6], fast_math=fast_math, out=flat[5],
+                                      final_state_out=final_state_out)
+            return (out if out is not None else o.view(v.shape)), ht
+        split = False
     if out is not None or final_state_out is not None:
         return _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
-                             cu_seqlens, fast_math, out, final_state_out)
+                             cu_seqlens, fast_math, out, final_state_out, split)
     try:  # the steady-state path: ~1 us of Python before the one call into the entry
-        fn = _ENTRIES[_dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math)]
+        fn = _ENTRIES[_dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, split)]
     except (KeyError, AttributeError, IndexError, TypeError):
-        fn = _lookup(initial_state, output_final_state, cu_seqlens, fast_math)
+        fn = _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split)
     try:
         return fn(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale)
     except RuntimeError:
@@ -131,19 +176,43 @@ def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, sca
         raise
 
 
-def _dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math):
-    """The key of _ENTRIES and _RAW: what selects the (K1, K2) pair. Raises on a malformed
+def _dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, split):
+    """The key of _ENTRIES and _RAW: what selects the builds. Raises on a malformed
     initial_state (the callers then take the checked path)."""
     return (cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
-            output_final_state)
+            output_final_state, split)
 
 
 _TENSOR_ARGS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")
 _TENSOR_OR_NONE = (torch.Tensor, type(None))
 
 
+# (B, T, device) -> cu_seqlens of B sequences of T tokens: the sequence split is built for
+# varlen batches only, and takes a fixed batch as one.
+_FIXED_CU: dict = {}
+
+
+def _as_sequences(q, k, v, g, beta, out):
+    """A fixed batch [B, T, ...] as one packed row [1, B * T, ...]: views of q, k, v, g, beta and
+    out (None where a view is impossible: the unsplit entry then checks the arguments), and its
+    cu_seqlens."""
+    try:
+        B, T = q.shape[0], q.shape[1]
+        flat = [x.view(1, B * T, *x.shape[2:]) for x in (q, k, v, g, beta)]
+        flat.append(None if out is None else out.view(1, B * T, *out.shape[2:]))
+    except (AttributeError, RuntimeError, TypeError, IndexError):
+        return None
+    key = (B, T, q.device)
+    cu = _FIXED_CU.get(key)
+    if cu is None:
+        cu = torch.arange(B + 1, dtype=torch.int64, device=q.device) * T
+        if not (q.is_cuda and torch.cuda.is_current_stream_capturing()):
+            _FIXED_CU[key] = cu
+    return flat + [cu]
+
+
 def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
-                  cu_seqlens, fast_math, out, final_state_out):
+                  cu_seqlens, fast_math, out, final_state_out, split=False):
     """kda_prefill into caller-provided outputs: one call of the entry, which checks them (the
     same rules as for its own outputs, plus no overlap with any input) and writes them."""
     if final_state_out is not None and not output_final_state:
@@ -153,10 +222,10 @@ def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_
             if t is not None and not isinstance(t, torch.Tensor):
                 raise TypeError(f"{name}: expected a torch.Tensor or None, got {type(t).__name__}")
     try:
-        raw, flags = _RAW[_dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math)]
+        raw, flags = _RAW[_dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, split)]
     except (KeyError, AttributeError, IndexError, TypeError):
-        _lookup(initial_state, output_final_state, cu_seqlens, fast_math)
-        raw, flags = _raw_for(initial_state, output_final_state, cu_seqlens, fast_math)
+        _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split)
+        raw, flags = _raw_for(initial_state, output_final_state, cu_seqlens, fast_math, split)
     # flags bit 3: the entry returns o alone (None when out was given); only when no final state
     # would be dropped
     single = final_state_out is not None or not output_final_state
@@ -182,14 +251,14 @@ def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_
 _RAW: dict = {}
 
 
-def _raw_for(initial_state, output_final_state, cu_seqlens, fast_math):
-    k1, k2 = _prepare(initial_state, output_final_state, cu_seqlens, fast_math)
+def _raw_for(initial_state, output_final_state, cu_seqlens, fast_math, split):
+    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split)
     if os.environ.get("KDA_TILE_BACKEND", "generated") != "generated":
         raise ValueError("out, final_state_out: need the generated host entry (KDA_TILE_BACKEND=generated)")
     from host_codegen.cpp_entry import launch_flags
-    entry = _gated_entry(k1, k2)
+    entry = _gated_entry(*builds)
     pair = (entry.raw, launch_flags())
-    _RAW[_dispatch_key(cu_seqlens, initial_state, bool(output_final_state), bool(fast_math))] = pair
+    _RAW[_dispatch_key(cu_seqlens, initial_state, bool(output_final_state), bool(fast_math), split)] = pair
     return pair
 
 
@@ -232,8 +301,8 @@ def _device_types(**tensors):
             raise ValueError(f"{name}: expected a cuda tensor, got device {t.device}") from None
 
 
-def _lookup(initial_state, output_final_state, cu_seqlens, fast_math):
-    k1, k2 = _prepare(initial_state, output_final_state, cu_seqlens, fast_math)
-    fn = _entry(k1, k2)
-    _ENTRIES[_dispatch_key(cu_seqlens, initial_state, bool(output_final_state), bool(fast_math))] = fn
+def _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split=False):
+    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split)
+    fn = _entry(*builds)
+    _ENTRIES[_dispatch_key(cu_seqlens, initial_state, bool(output_final_state), bool(fast_math), split)] = fn
     return fn

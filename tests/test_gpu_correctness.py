@@ -40,15 +40,18 @@ def _flush():
         {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "tol": TOL, "cases": RESULTS}, indent=1))
 
 
-def _refs(inp, cu, modes, scale=None):
-    """float64 references for the initial-state choices the modes need, one per input set."""
+def _refs(inp, cu, modes, scale=None, chunked=False):
+    """float64 references for the initial-state choices the modes need, one per input set
+    (`chunked`: the chunked float64 form, equal to the token recurrence to ~1e-12 and ~16x fewer
+    steps, for T up to 1M)."""
     from kda_kernels import reference as R
     args = dict(gate_kind="safe", A_log=inp["A_log"], dt_bias=inp["dt_bias"], lower_bound=inp["lower_bound"],
                 scale=scale, output_final_state=True, cu_seqlens=cu)
+    ref = R.kda_chunked if chunked else R.kda_recurrent
     refs = {}
     for h0 in {STATE_MODES[m][0] for m in modes}:
         s0 = None if h0 is None else inp["h0"].to(getattr(torch, h0))
-        refs[h0] = R.kda_recurrent(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], initial_state=s0, **args)
+        refs[h0] = ref(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], initial_state=s0, **args)
     return refs
 
 
@@ -73,10 +76,14 @@ def _inputs(B, T, H, cu=None, seed=0, g_raw=None, dt_bias=None, qk_scale=(1.0, 1
     return inp
 
 
-def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False):
+def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False, split=None, chunked=False):
+    """split: None, or whether kda_tile.api.use_split must choose the sequence split here."""
     import kda_tile
     from kda_kernels.reference import rel_err
-    refs = _refs(inp, cu, modes)
+    from kda_tile.api import use_split
+    if split is not None:
+        assert use_split(inp["q"], inp["v"], cu) == split, (case, split)
+    refs = _refs(inp, cu, modes, chunked=chunked)
     failures = []
     for mi in modes:
         h0_dtype, out_final = STATE_MODES[mi]
@@ -97,7 +104,8 @@ def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False):
             assert ht is None
         nan = bool(torch.isnan(o).any()) or (ht is not None and bool(torch.isnan(ht).any()))
         RESULTS.append(dict(case=case, mode=MODE_IDS[mi], fast_math=fast_math, err_o=e_o, err_ht=e_h,
-                            unwritten_or_nan=nan, seconds=round(wall, 4)))
+                            unwritten_or_nan=nan, seconds=round(wall, 4),
+                            split=use_split(inp["q"], inp["v"], cu)))
         if nan or not e_o <= TOL or (e_h is not None and not e_h <= TOL):
             failures.append(f"{case} {MODE_IDS[mi]}: err_o={e_o:.3e} err_ht={e_h} nan={nan}")
     _flush()
@@ -185,3 +193,34 @@ def test_many_sequences(N, H, most):
     cu = torch.cat([torch.zeros(1, dtype=torch.int64), lens.cumsum(0)]).cuda()
     inp = _inputs(1, int(lens.sum()), H, cu=cu, seed=N * H)
     _run_modes(f"many sequences N={N} H={H}", inp, cu, modes=[0, 4, 5])
+
+
+# The sequence split (issue 9): chosen by the API's rule at these shapes (asserted), fixed and
+# varlen, every state mode, T up to 1M; and forced on small and ragged batches (KDA_TILE_SPLIT=1),
+# where most segments past a sequence's end are empty.
+@pytest.mark.parametrize("B,T,H", [(1, 65536, 8), (2, 16384, 2), (1, 8192, 1)])
+def test_split_fixed(B, T, H):
+    inp = _inputs(B, T, H, seed=B + T + H)
+    _run_modes(f"split fixed B={B} T={T} H={H}", inp, None, split=True)
+
+
+@pytest.mark.parametrize("lens,H", [([40000, 0, 1, 25000, 17], 2), ([9000, 7000, 16], 4)], ids=["n5", "n3"])
+def test_split_varlen(lens, H):
+    cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
+    inp = _inputs(1, sum(lens), H, cu=cu, seed=sum(lens) + H)
+    _run_modes(f"split varlen {lens} H={H}", inp, cu, split=True)
+
+
+def test_split_1m():
+    inp = _inputs(1, 1 << 20, 1, seed=3)
+    _run_modes("split fixed B=1 T=1048576 H=1", inp, None, modes=[0, 4], split=True, chunked=True)
+
+
+@pytest.mark.parametrize("lens", [[1], [1, 0, 16, 1, 33], [0, 5, 0], [700, 1, 0, 300]], ids=str)
+def test_split_forced(lens, monkeypatch):
+    monkeypatch.setenv("KDA_TILE_SPLIT", "1")
+    cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
+    inp = _inputs(1, sum(lens), 3, cu=cu, seed=29 + sum(lens))
+    _run_modes(f"split forced varlen {lens} H=3", inp, cu, split=True)
+    inp = _inputs(2, 333, 2, seed=31)
+    _run_modes("split forced fixed B=2 T=333 H=2", inp, None, split=True)

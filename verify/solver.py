@@ -257,6 +257,41 @@ class Ctx:
             stack.extend(t.children())
         return out
 
+    def order_lemmas(self, formulas):
+        """For two instances v'a * g'a and v'b * g'b of one product with v a bounded index (the
+        same block index of two blocks, say): v'a < v'b and g'a == g'b >= 0 imply
+        v'a * g'a + g'a <= v'b * g'b. True facts that let the solver see that blocks taking
+        consecutive ranges [v g, (v + 1) g) (a sequence's segments) do not overlap."""
+        import re
+        rng = self.ranges()
+        groups: dict = {}
+        seen = set()
+        stack = list(formulas)
+        while stack:
+            t = stack.pop()
+            if t.get_id() in seen or z3.is_quantifier(t):
+                continue
+            seen.add(t.get_id())
+            if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_MUL and t.num_args() >= 2 and \
+                    sum(not z3.is_int_value(c) for c in t.children()) >= 2:
+                ch = t.children()
+                for i, f in enumerate(ch):
+                    if z3.is_const(f) and "'" in f.decl().name() and f.decl().name().split("'")[0] in rng:
+                        rest = [c for j, c in enumerate(ch) if j != i]
+                        g = rest[0] if len(rest) == 1 else z3.Product(*rest)
+                        key = (f.decl().name().split("'")[0], re.sub(r"'[A-Za-z0-9_]+", "", g.sexpr()))
+                        groups.setdefault(key, []).append((f, g, t))
+            stack.extend(t.children())
+        out = []
+        for items in groups.values():
+            for a in range(len(items)):
+                for b in range(len(items)):
+                    fa, ga, ta = items[a]
+                    fb, gb, tb = items[b]
+                    if fa.decl().name() != fb.decl().name():
+                        out.append(z3.Implies(z3.And(fa < fb, ga == gb, ga >= 0), ta + ga <= tb))
+        return out
+
     # -- solving -----------------------------------------------------------------------
     def solve(self, formulas, rlimit=None, facts=True):
         """Returns ('sat', model) | ('unsat', None) | ('unknown', reason).

@@ -1170,25 +1170,36 @@ def _global_race(st):
                             for sym, _ in k.blocks.values()])
             if x is y and _block_disjoint(k, ctx, x):
                 continue
+            (ox, nx), (oy, ny) = _byte_range(x), _byte_range(y)
+            ox, nx, oy, ny = (ctx.instance(t, g, BLOCKS) for t, g in ((ox, "1"), (nx, "1"), (oy, "2"), (ny, "2")))
+            overlap = [ox < oy + ny, oy < ox + nx]
             split = _two_level(k, ctx, x, y)
+            res = None
             if split is not None:
                 res, m = ctx.solve(split)
                 if res == "unsat":
                     continue
-            (ox, nx), (oy, ny) = _byte_range(x), _byte_range(y)
-            ox, nx, oy, ny = (ctx.instance(t, g, BLOCKS) for t, g in ((ox, "1"), (nx, "1"), (oy, "2"), (ny, "2")))
-            overlap = [ox < oy + ny, oy < ox + nx]
-            res, m = ctx.solve(fs + [differ] + overlap)
-            if res == "sat":
-                # confirm without the relaxation of nonlinear bounds and guards
-                full = ctx.shape_facts()
-                for tag, s in (("1", x), ("2", y)):
-                    for sym, ext in k.blocks.values():
-                        b = ctx.instance(sym, tag, BLOCKS)
-                        full += [b >= 0, b < ctx.instance(ext, tag, BLOCKS)]
-                    full += [ctx.instance(t, tag, BLOCKS) for t in ctx.site_facts(s, "")]
-                res, m = ctx.solve(full + [differ] + overlap + ctx.product_lemmas(full + overlap))
-                fs = full
+                # again with the nonlinear loop bounds and guards kept, and the product facts
+                # (a segment's chunks [gs L, gs L + L) against another segment's): a model of
+                # this exact digit form is an overlap of the two accesses
+                split = _two_level(k, ctx, x, y, relaxed=False)
+                res, m = ctx.solve(split + ctx.product_lemmas(split) + ctx.order_lemmas(split))
+                if res == "unsat":
+                    continue
+                fs = split
+            if res != "sat":
+                res, m = ctx.solve(fs + [differ] + overlap)
+                if res == "sat":
+                    # confirm without the relaxation of nonlinear bounds and guards
+                    full = ctx.shape_facts()
+                    for tag, s in (("1", x), ("2", y)):
+                        for sym, ext in k.blocks.values():
+                            b = ctx.instance(sym, tag, BLOCKS)
+                            full += [b >= 0, b < ctx.instance(ext, tag, BLOCKS)]
+                        full += [ctx.instance(t, tag, BLOCKS) for t in ctx.site_facts(s, "")]
+                    res, m = ctx.solve(full + [differ] + overlap + ctx.product_lemmas(full + overlap)
+                                       + ctx.order_lemmas(full + overlap))
+                    fs = full
             if res == "sat":
                 from ..solver import evaluate
                 what = "write" if y.write else "write and read"
@@ -1301,9 +1312,10 @@ def _prod(fs):
     return z3.Product(*fs) if len(fs) > 1 else fs[0]
 
 
-def _two_level(k, ctx, x, y):
+def _two_level(k, ctx, x, y, relaxed=True):
     """The overlap query of two global accesses (a write, and a write or a read) by different
-    blocks in digit form (_digits), or None when the offsets do not decompose alike."""
+    blocks in digit form (_digits), or None when the offsets do not decompose alike. `relaxed`
+    drops the nonlinear loop bounds and guards (more executions: still sound)."""
     parts = {}
     for tag, s in (("1", x), ("2", y)):
         off, n = _byte_range(s)
@@ -1320,7 +1332,7 @@ def _two_level(k, ctx, x, y):
         for sym, ext in k.blocks.values():
             b = ctx.instance(sym, tag, BLOCKS)
             out += [b >= 0, b < ctx.instance(ext, tag, BLOCKS)]
-        out += [ctx.instance(t, tag, BLOCKS) for t in ctx.site_facts(s, "", relaxed=True)]
+        out += [ctx.instance(t, tag, BLOCKS) for t in ctx.site_facts(s, "", relaxed=relaxed)]
     differ = z3.Or([ctx.instance(sym, "1", BLOCKS) != ctx.instance(sym, "2", BLOCKS) for sym, _ in k.blocks.values()])
     a = [ctx.instance(t, "1", BLOCKS) for t in d1]
     b = [ctx.instance(t, "2", BLOCKS) for t in d2]

@@ -1,0 +1,91 @@
+"""The sequence split through kda_prefill (the released builds and the generated host entry):
+the API's choice against both paths forced (KDA_TILE_SPLIT=1 / 0), same process, same inputs.
+
+    python bench/split_api.py [--quick]
+
+Per shape: the rule's (L, G) and choice, kda_prefill time (triton do_bench median, fp32 state in
+and out, inference_mode) with the split and without, their ratio, and the split's error against
+the float64 chunked reference (o and the final state; at T >= 1M only against the unsplit
+kernel's output). Writes split_api.json under $OUT (or bench/results/), a table last.
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+SHAPES = [  # label, B, T, H, lens (None: fixed batch)
+    ("H8 1x65536 cu", 1, 65536, 8, [65536]),
+    ("H8 1x65536", 1, 65536, 8, None),
+    ("H16 1x65536 cu", 1, 65536, 16, [65536]),
+    ("H32 1x32768 cu", 1, 32768, 32, [32768]),
+    ("H64 1x16384 cu", 1, 16384, 64, [16384]),
+    ("H96 1x8192 cu", 1, 8192, 96, [8192]),
+    ("H8 4x16384 cu", 1, 65536, 8, [16384] * 4),
+    ("H4 1x131072 cu", 1, 131072, 4, [131072]),
+    ("H8 1x8192 cu", 1, 8192, 8, [8192]),
+    ("H8 1x262144 cu", 1, 262144, 8, [262144]),
+    ("H8 1x1048576 cu", 1, 1 << 20, 8, [1 << 20]),
+]
+
+
+def main():
+    import kda_tile
+    from kda_kernels.configs import split_plan
+    from kda_kernels.reference import kda_chunked, rel_err
+    from kda_tile.api import use_split
+    from triton.testing import do_bench
+    quick = "--quick" in sys.argv
+    rows = []
+    for label, B, T, H, lens in SHAPES[:4] if quick else SHAPES:
+        gen = torch.Generator(device="cuda").manual_seed(T + H)
+        bf = torch.bfloat16
+        rn = lambda *s: torch.randn(*s, generator=gen, device="cuda")  # noqa: E731
+        q, k, v, g = (rn(B, T, H, 128).to(bf) for _ in range(4))
+        beta = rn(B, T, H).to(bf)
+        A_log = torch.rand(H, generator=gen, device="cuda") * 2.7
+        dt_bias = 0.5 * rn(H, 128)
+        cu = None if lens is None else torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), device="cuda")
+        N = B if cu is None else len(lens)
+        h0 = rn(N, H, 128, 128)
+        kw = dict(A_log=A_log, dt_bias=dt_bias, initial_state=h0, output_final_state=True, cu_seqlens=cu)
+        L, G = split_plan(N, T * B, H)
+        row = dict(shape=label, L=L, G=G, auto_split=use_split(q, v, cu))
+        outs = {}
+        with torch.inference_mode():
+            for mode in ("1", "0"):
+                os.environ["KDA_TILE_SPLIT"] = mode
+                o, ht = kda_tile.kda_prefill(q, k, v, g, beta, **kw)
+                torch.cuda.synchronize()
+                outs[mode] = (o.clone(), ht.clone())
+                row["split_ms" if mode == "1" else "unsplit_ms"] = do_bench(
+                    lambda: kda_tile.kda_prefill(q, k, v, g, beta, **kw), warmup=5, rep=40, return_mode="median")
+            os.environ.pop("KDA_TILE_SPLIT")
+        row["ratio"] = row["split_ms"] / row["unsplit_ms"]
+        row["split_vs_unsplit_o"] = rel_err(outs["1"][0].double(), outs["0"][0].double())
+        if T * B <= 262144:
+            ro, rht = kda_chunked(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, initial_state=h0,
+                                  output_final_state=True, cu_seqlens=cu)
+            row["err_o_split"] = rel_err(outs["1"][0], ro)
+            row["err_ht_split"] = rel_err(outs["1"][1], rht)
+            row["err_o_unsplit"] = rel_err(outs["0"][0], ro)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del q, k, v, g, outs
+        torch.cuda.empty_cache()
+    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).parent / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "split_api.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+    print(f"{'shape':16s} {'L':>5s} {'G':>5s} {'auto':>5s} {'split':>8s} {'unsplit':>8s} {'ratio':>6s} "
+          f"{'err_o':>8s} {'err_ht':>8s}")
+    for r in rows:
+        print(f"{r['shape']:16s} {r['L']:5d} {r['G']:5d} {str(r['auto_split']):>5s} {r['split_ms']:8.3f} "
+              f"{r['unsplit_ms']:8.3f} {r['ratio']:6.2f} {r.get('err_o_split', float('nan')):8.1e} "
+              f"{r.get('err_ht_split', float('nan')):8.1e}")
+
+
+if __name__ == "__main__":
+    main()

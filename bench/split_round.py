@@ -1,0 +1,143 @@
+"""The sequence split (issue 9) on the GPU, through TileLang's own JIT: the released K1, pass A
+(K2Config mode "map"), the scan (kda_kernels/k2_scan.py) and pass C (mode "seg").
+
+    python bench/split_round.py [G ...]          # segments a sequence to time (default 4 8 16 32)
+
+Correctness first: fresh random inputs (varlen with empty, one-token and tail sequences; fp32 and
+bf16 initial state), o and the final state NaN-poisoned, checked against the float64 recurrence,
+at several segment lengths L including segments past a sequence's end. Then per shape and G
+(L = chunks / G) the four stages' times (triton do_bench medians) against the unsplit K2 on the
+same workspace, and the same call through kda_prefill (split on and off, KDA_TILE_SPLIT) when
+the build is there. One JSON row per (shape, G), a table last.
+"""
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+import k1_round  # noqa: E402  (inputs, the released K1 through the JIT)
+from kda_kernels.configs import K2Config, ScanConfig  # noqa: E402
+from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
+
+compiled = k1_round.compiled
+
+
+def split_calls(d, ws, L, h0=None, final=True):
+    """(pass A, scan, pass C) as closures for segments of L chunks, and the outputs o, ht
+    (NaN-poisoned)."""
+    N = d["cu"].numel() - 1
+    T = d["q"].shape[1]
+    G = ((T + 15) // 16 + L - 1) // L
+    HV = d["v"].shape[2]
+    cu = d["cu"]
+    maps = torch.full((N, G, HV, 256, 128), float("nan"), device="cuda")
+    starts = torch.full((N, G, HV, 128, 128), float("nan"), device="cuda")
+    o = torch.full_like(d["v"], float("nan"))
+    hdt = None if h0 is None else {torch.float32: "float32", torch.bfloat16: "bfloat16"}[h0.dtype]
+    ht = torch.full((N, HV, 128, 128), float("nan"), device="cuda", dtype=h0.dtype if h0 is not None else torch.float32)
+    ka = compiled(K2Config(varlen=True, mode="map"))
+    ks = compiled(ScanConfig(varlen=True, initial_state=hdt, final_state=final))
+    kc = compiled(K2Config(varlen=True, mode="seg"))
+    w = list(ws.values())
+    wa = [ws["Wk"], ws["kr"], ws["U0"], ws["gC"]]
+    go_a = lambda: ka(*wa, cu, maps, L)  # noqa: E731
+    go_s = lambda: ks(maps, cu, *([h0] if h0 is not None else []), starts, *([ht] if final else []))  # noqa: E731
+    go_c = lambda: kc(*w, cu, starts, o, L)  # noqa: E731
+    return go_a, go_s, go_c, o, ht
+
+
+CASES = [("varlen [1000,1000] H=3", 1, 2000, 3, [1000, 1000], (1, 3, 8)),
+         ("varlen [1] H=1", 1, 1, 1, [1], (1,)),
+         ("varlen [1,0,16,1,33] H=2", 1, 51, 2, [1, 0, 16, 1, 33], (1, 2)),
+         ("varlen [1300,547,0,963,271] H=2", 1, 3081, 2, [1300, 547, 0, 963, 271], (5, 32)),
+         ("varlen 200x[0..40] H=2", 1, None, 2, "ragged", (1,)),
+         ("varlen [65536] H=1", 1, 65536, 1, [65536], (64, 256))]
+
+
+def correctness():
+    rows = []
+    for i, (label, B, T, H, lens, Gs) in enumerate(CASES):
+        if lens == "ragged":
+            lens = torch.randint(0, 41, (200,), generator=torch.Generator().manual_seed(i)).tolist()
+            T = sum(lens)
+        d = k1_round.inputs(B, T, H, lens, seed=500 + i)
+        N = len(lens) if lens else B
+        for sdt in (torch.float32, torch.bfloat16):
+            h0 = torch.randn(N, H, 128, 128, device="cuda").to(sdt)
+            ro, rht = kda_recurrent(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"], dt_bias=d["dt_bias"],
+                                    lower_bound=-5.0, cu_seqlens=d["cu"], initial_state=h0, output_final_state=True)
+            for L in Gs:
+                go1, ws = k1_round.run_k1(k1_round.RELEASED, d)
+                go1()
+                go_a, go_s, go_c, o, ht = split_calls(d, ws, L, h0)
+                go_a()
+                go_s()
+                go_c()
+                torch.cuda.synchronize()
+                eo, eh = rel_err(o.double(), ro), rel_err(ht.double(), rht)
+                rows.append(dict(case=label, L=L, state=str(sdt)[6:], err_o=eo, err_ht=eh))
+                print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+SHAPES = [("H8 1x65536", 65536, 8, [65536]), ("H32 1x32768", 32768, 32, [32768]),
+          ("H16 1x65536", 65536, 16, [65536]), ("H96 1x8192", 8192, 96, [8192]),
+          ("H8 1x262144", 262144, 8, [262144])]
+
+
+def main():
+    from triton.testing import do_bench
+    Gs = [int(x) for x in sys.argv[1:]] or [4, 8, 16, 32]
+    k1_round.prewarm([k1_round.k1_config(k1_round.RELEASED, v) for v in (False, True)]
+                     + [K2Config(varlen=True, mode=m) for m in ("map", "seg")]
+                     + [ScanConfig(varlen=True, initial_state=h, final_state=True) for h in ("float32", "bfloat16")]
+                     + [K2Config(varlen=True, initial_state="float32", final_state=True)])
+    rows = correctness()
+    worst = max(max(r["err_o"], r["err_ht"]) for r in rows)
+    print(f"correctness: {len(rows)} runs, worst {worst:.2e}", flush=True)
+    table = []
+    for label, T, H, lens in SHAPES:
+        d = k1_round.inputs(1, T, H, lens, seed=7)
+        go1, ws = k1_round.run_k1(k1_round.RELEASED, d)
+        go1()
+        h0 = torch.randn(1, H, 128, 128, device="cuda")
+        kfull = compiled(K2Config(varlen=True, initial_state="float32", final_state=True))
+        o_f = torch.empty_like(d["v"])
+        ht_f = torch.empty_like(h0)
+        go_full = lambda: kfull(*ws.values(), d["cu"], h0, o_f, ht_f)  # noqa: E731
+        row = dict(shape=label, K1=do_bench(go1, warmup=5, rep=50, return_mode="median"),
+                   K2=do_bench(go_full, warmup=5, rep=50, return_mode="median"))
+        for G in Gs:
+            L = max(1, (T // 16 + G - 1) // G)
+            go_a, go_s, go_c, o, ht = split_calls(d, ws, L, h0)
+            go_a(), go_s(), go_c()
+            torch.cuda.synchronize()
+            go_full()
+            torch.cuda.synchronize()
+            same = float((o.float() - o_f.float()).abs().max() / o_f.float().abs().max())
+
+            def chain():
+                go_a()
+                go_s()
+                go_c()
+            r = dict(row, G=G, L=L, A=do_bench(go_a, warmup=5, rep=50, return_mode="median"),
+                     scan=do_bench(go_s, warmup=5, rep=50, return_mode="median"),
+                     C=do_bench(go_c, warmup=5, rep=50, return_mode="median"),
+                     split=do_bench(chain, warmup=5, rep=50, return_mode="median"), vs_full=same)
+            table.append(r)
+            print(json.dumps(r), flush=True)
+        del ws, d
+    print(f"{'shape':14s} {'G':>4s} {'K1':>7s} {'K2':>7s} {'A':>7s} {'scan':>7s} {'C':>7s} {'A+s+C':>7s} "
+          f"{'total':>7s} {'diff':>8s}")
+    for r in table:
+        print(f"{r['shape']:14s} {r['G']:4d} {r['K1']:7.3f} {r['K2']:7.3f} {r['A']:7.3f} {r['scan']:7.3f} "
+              f"{r['C']:7.3f} {r['split']:7.3f} {r['K1'] + r['split']:7.3f} {r['vs_full']:8.1e}")
+    print(f"correctness: {len(rows)} runs, worst {worst:.2e}")
+
+
+if __name__ == "__main__":
+    main()

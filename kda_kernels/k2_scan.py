@@ -1,0 +1,72 @@
+"""The sequence split's scan: segment start states from pass A's maps, in fp32.
+
+Pass A (kda_kernels/k2_recurrence.py, mode "map") wrote, for each segment g of each sequence
+n and value head hv, the affine map of its chunks as maps[n, g, hv] = [B; M] (V + K rows of K):
+S_end = S_start M + B for the state St = S^T [V, K]. With S_0 = h0 (or zero):
+
+    starts[n, g] = S_g          S_{g+1} = S_g M_g + B_g          ht[n] = S_G
+
+One program carries `block_rows` rows of S through the G segments; thread e owns column e and
+reads column e of M_g (coalesced across the threads, each M_g element read once a program);
+S_g's rows are broadcast reads of shared memory, and every product is an fp32 fma, so the
+composition adds no rounding beyond fp32's (issue 9: the error at T = 1M).
+"""
+import tilelang.language as T
+
+from .configs import ScanConfig
+
+
+def build_scan(cfg: ScanConfig):
+    K, V, BR, NT = cfg.head_dim, cfg.value_dim, cfg.block_rows, cfg.threads
+    assert NT == K and V % BR == 0
+    f32 = "float32"
+
+    B = T.dynamic("B")
+    HV = T.dynamic("HV")
+    G = T.dynamic("G")
+    N1 = T.dynamic("N1")
+    NS = N1 - 1 if cfg.varlen else B
+    h0_dtype = cfg.initial_state or f32
+    ht_dtype = cfg.final_state_dtype or f32
+
+    @T.macro
+    def _body(maps, h0, starts, ht):
+        with T.Kernel(NS, HV, V // BR, threads=NT) as (n, hv, rb):
+            r0 = rb * BR
+            S_s = T.alloc_shared((BR, K), f32)
+            acc = T.alloc_local((BR,), f32)
+            e = T.get_thread_binding()
+            for j in T.unroll(BR):
+                if cfg.initial_state is not None:
+                    S_s[j, e] = T.Cast(f32, h0[n, hv, r0 + j, e])
+                else:
+                    S_s[j, e] = T.float32(0)
+            for g in T.serial(G):
+                for j in T.unroll(BR):
+                    starts[n, g, hv, r0 + j, e] = S_s[j, e]
+                    acc[j] = maps[n, g, hv, r0 + j, e]
+                for d in T.unroll(K):
+                    m = maps[n, g, hv, V + d, e]
+                    for j in T.unroll(BR):
+                        acc[j] = acc[j] + S_s[j, d] * m
+                T.sync_threads()
+                for j in T.unroll(BR):
+                    S_s[j, e] = acc[j]
+            if cfg.final_state:
+                for j in T.unroll(BR):
+                    ht[n, hv, r0 + j, e] = T.Cast(ht_dtype, S_s[j, e])
+
+    maps_t = T.Tensor((NS, G, HV, V + K, K), f32)
+    h0_t = T.Tensor((NS, HV, V, K), h0_dtype)
+    starts_t = T.Tensor((NS, G, HV, V, K), f32)
+    ht_t = T.Tensor((NS, HV, V, K), ht_dtype)
+    cu_t = T.Tensor((N1,), "int64")
+
+    @T.prim_func
+    def k2_scan(maps: maps_t, cu_seqlens: cu_t, h0: h0_t, starts: starts_t, ht: ht_t):
+        _body(maps, h0, starts, ht)
+
+    from . import _tir
+    absent = [name for name, present in (("cu_seqlens", cfg.varlen), ("h0", cfg.initial_state is not None),
+                                         ("ht", cfg.final_state)) if not present]
+    return _tir.drop_params(k2_scan, absent)

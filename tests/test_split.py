@@ -1,0 +1,103 @@
+"""The sequence split on the CPU (issue 9): the plan, the host entry of its four kernels, and the
+API's routing. The kernels themselves run in the GPU matrix (tests/test_gpu_correctness.py,
+test_split_*); the algorithm they implement is checked in float64 by tests/test_reference.py
+(kda_segmented, segments of L chunks)."""
+import pytest
+import torch
+
+import host_codegen as hc
+from host_codegen import expr as X
+from kda_kernels import registry
+from kda_kernels.configs import SPLIT_MAX_G, SPLIT_MIN_CHUNKS, split_plan, split_plan_exprs, use_split
+
+BF = torch.bfloat16
+
+
+@pytest.mark.parametrize("N", [1, 2, 3, 16, 4096])
+@pytest.mark.parametrize("HV", [1, 2, 8, 32, 96])
+@pytest.mark.parametrize("T", [1, 15, 16, 4097, 65536, 1 << 20, 8 << 20])
+def test_plan_and_entry_expressions_agree(N, HV, T):
+    if T < N:
+        pytest.skip("fewer tokens than sequences")
+    L, G = split_plan(N, T, HV)
+    env = {"T": T, "HV": HV, "N1": N + 1}
+    for name, e in split_plan_exprs():
+        env[name] = X.evaluate(X.simplify(X.from_py(e)), env)
+    assert (env["L"], env["G"]) == (L, G)
+    chunks = (T + 15) // 16          # the most chunks one sequence can have
+    assert L >= SPLIT_MIN_CHUNKS and 1 <= G <= SPLIT_MAX_G and G * L >= chunks and (G - 1) * L < chunks
+
+
+@pytest.mark.parametrize("N,T,HV,want", [
+    (1, 65536, 8, True), (1, 65536, 16, True), (1, 1 << 20, 8, True), (1, 1 << 20, 1, True),
+    (2, 65536, 8, True), (4, 65536, 8, False), (1, 8192, 96, False), (1, 32768, 32, False), (2048, 131072, 32, False),
+    (1, 2048, 8, False), (8, 8192, 8, False)])
+def test_rule_choices(N, T, HV, want):
+    assert use_split(N, T, HV) is want
+
+
+def _split_builds(h0="float32", ht=True):
+    return (registry.find("k1", varlen=True, fast_math=False), registry.find("k2_map", varlen=True),
+            registry.find("k2_scan", initial_state=h0, final_state=ht), registry.find("k2_seg", varlen=True))
+
+
+def _args(lens=(40000, 0, 1, 25000), H=2, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    T = sum(lens)
+    rn = lambda *s: torch.randn(*s, generator=g)  # noqa: E731
+    cu = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist())
+    return [rn(1, T, H, 128).to(BF), rn(1, T, H, 128).to(BF), rn(1, T, H, 128).to(BF), rn(1, T, H, 128).to(BF),
+            rn(1, T, H).to(BF), rn(H), rn(H, 128), cu, rn(len(lens), H, 128, 128), -5.0, None]
+
+
+@pytest.mark.parametrize("backend", ["py", "cpp"])
+def test_split_entry_validates_and_plans(backend):
+    e = hc.get_entry(*_split_builds(), backend=backend)
+    spec = e.spec
+    assert [ks.build_name for ks in spec.kernels] == ["k1_prepare_varlen", "k2_map_varlen",
+                                                      "k2_scan_varlen_h0f32_ht", "k2_seg_varlen"]
+    assert {w.name for w in spec.workspace} == {"Wk", "qd", "kr", "U0", "Mqk", "gC", "maps", "starts"}
+    assert [p.name for p in spec.outputs] == ["o", "final_state"]
+    a = _args()
+    env = e.validate_only(*a, expect_device="cpu")
+    L, G = split_plan(4, 65001, 2)
+    assert (env["L"], env["G"]) == (L, G) and env["N1"] == 5 and env["T"] == 65001
+    a[0] = a[0].float()
+    with pytest.raises(TypeError, match=r"^q: expected dtype bfloat16, got float32"):
+        e.validate_only(*a, expect_device="cpu")
+
+
+def test_split_entry_dry_run_shapes():
+    e = hc.get_entry(*_split_builds("bfloat16", True), backend="cpp")
+    a = _args(lens=(3000, 5), H=3)
+    a[8] = a[8].to(BF)
+    o, ht = e.dry_run(*a)
+    assert o.shape == (1, 3005, 3, 128) and o.dtype == BF and ht.shape == (2, 3, 128, 128) and ht.dtype == BF
+
+
+def test_split_entry_without_state():
+    e = hc.get_entry(*_split_builds(None, False), backend="cpp")
+    a = _args(lens=(5000,), H=1)
+    a[8] = None
+    o, ht = e.dry_run(*a)
+    assert o.shape == (1, 5000, 1, 128) and ht is None
+    a[8] = torch.zeros(1, 1, 128, 128)
+    with pytest.raises(ValueError, match=r"^initial_state: expected None"):
+        e.validate_only(*a, expect_device="cpu")
+
+
+def test_api_routes_fixed_batches_as_sequences(monkeypatch):
+    from kda_tile import api
+    q = torch.zeros(2, 4096, 8, 128, dtype=BF)
+    v = torch.zeros(2, 4096, 8, 128, dtype=BF)
+    assert api.use_split(q, v, None) is use_split(2, 8192, 8)
+    monkeypatch.setenv("KDA_TILE_SPLIT", "1")
+    assert api.use_split(q[:, :1], v[:, :1], None) is True
+    monkeypatch.setenv("KDA_TILE_SPLIT", "0")
+    assert api.use_split(q, v, torch.tensor([0, 8192])) is False
+    monkeypatch.delenv("KDA_TILE_SPLIT")
+    assert api.use_split("not a tensor", v, None) is False
+    flat = api._as_sequences(q, q, v, v, torch.zeros(2, 4096, 8, dtype=BF), None)
+    assert flat[0].shape == (1, 8192, 8, 128) and flat[0].data_ptr() == q.data_ptr()
+    assert flat[4].shape == (1, 8192, 8) and flat[5] is None and flat[6].tolist() == [0, 4096, 8192]
+    assert api._as_sequences(q.transpose(0, 1), q, v, v, v[..., 0], None) is None
