@@ -104,7 +104,7 @@ case "$mode" in
   round6d)
     # part B: the GVA row against the peers and fla's GVA call through the backend (fresh Triton
     # caches compile for minutes: generous limits)
-    timeout 60 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
+    timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
     BENCH_NO_HOST=1 timeout 300 python -u bench/bench_peers.py --out "$OUT" --only "HV64" > "$OUT/bench.log" 2>&1
     grep -E "^\| H" "$OUT/bench.log" | tail -4
     timeout 240 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py -k 77 -rA \
@@ -208,11 +208,11 @@ case "$mode" in
     # stage times, then the whole GPU correctness matrix
     release_check 330 ;;
   round7b)
-    timeout 60 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
+    timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
     BENCH_NO_HOST=1 timeout 530 python -u bench/bench_peers.py --out "$OUT" > "$OUT/bench.log" 2>&1
     grep -E "^\| |geomean|peak" "$OUT/bench.log" | tail -16 ;;
   round7c)
-    timeout 60 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
+    timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
     BENCH_NO_HOST=1 timeout 210 python -u bench/bench_peers.py --out "$OUT" --only "H32 1x32768,H8 1x65536" > "$OUT/bench.log" 2>&1
     grep -E "^\| H" "$OUT/bench.log" | tail -4
     timeout 270 python bench/scaling.py --out "$OUT" --only split > "$OUT/scaling.log" 2>&1
@@ -280,6 +280,12 @@ case "$mode" in
   round10)
     # session 10: the sequence split released: build, stage times, the whole GPU matrix (split rows included)
     release_check 380 ;;
+  round10c)
+    # session 10: host time and stage times after the split's routing, then the peers at H8 1x65536
+    timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED" | tail -3
+    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v -E '^\{|warn' "$OUT/stage_times.log" | tail -8
+    BENCH_NO_HOST=1 timeout 330 python -u bench/bench_peers.py --out "$OUT" --only "${PEERS_ONLY:-H8 1x65536}" > "$OUT/bench.log" 2>&1
+    grep -E "^\| |geomean|peak" "$OUT/bench.log" | tail -14 ;;
   round10b)
     # session 10: the split through kda_prefill against the unsplit path, then its stages through the JIT
     timeout 300 python bench/split_api.py ${SPLIT_API_ARGS:-} > "$OUT/split_api.log" 2>&1
@@ -299,7 +305,7 @@ case "$mode" in
     release_check 400 ;;
   peers)
     # bench_peers.py on the shapes named in PEERS_ONLY (comma-separated label parts), no host rows
-    timeout 60 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
+    timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED" | tail -3
     BENCH_NO_HOST=1 timeout 520 python -u bench/bench_peers.py --out "$OUT" --only "$PEERS_ONLY" > "$OUT/bench.log" 2>&1
     grep -E "^\| |geomean|peak" "$OUT/bench.log" | tail -14 ;;
   bench)

@@ -1,5 +1,5 @@
 """The sequence split through kda_prefill (the released builds and the generated host entry):
-the API's choice against both paths forced (KDA_TILE_SPLIT=1 / 0), same process, same inputs.
+the API's choice against both paths forced (kda_tile.api.FORCE_SPLIT), same process, same inputs.
 
     python bench/split_api.py [--quick]
 
@@ -35,6 +35,7 @@ SHAPES = [  # label, B, T, H, lens (None: fixed batch)
 def main():
     import kda_tile
     from kda_kernels.configs import split_plan
+    from kda_tile import api
     from kda_kernels.reference import kda_chunked, rel_err
     from kda_tile.api import use_split
     from triton.testing import do_bench
@@ -57,13 +58,13 @@ def main():
         outs = {}
         with torch.inference_mode():
             for mode in ("1", "0"):
-                os.environ["KDA_TILE_SPLIT"] = mode
+                api.FORCE_SPLIT = mode == "1"
                 o, ht = kda_tile.kda_prefill(q, k, v, g, beta, **kw)
                 torch.cuda.synchronize()
                 outs[mode] = (o.clone(), ht.clone())
                 row["split_ms" if mode == "1" else "unsplit_ms"] = do_bench(
                     lambda: kda_tile.kda_prefill(q, k, v, g, beta, **kw), warmup=5, rep=40, return_mode="median")
-            os.environ.pop("KDA_TILE_SPLIT")
+            api.FORCE_SPLIT = None
         row["ratio"] = row["split_ms"] / row["unsplit_ms"]
         row["split_vs_unsplit_o"] = rel_err(outs["1"][0].double(), outs["0"][0].double())
         if T * B <= 262144:

@@ -29,12 +29,13 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
 def use_split(q, v, cu_seqlens) -> bool:
     """Whether a call takes the sequence split (issue 9): when the shapes alone give the average
     sequence SPLIT_MIN_G segments or more (kda_kernels.configs.split_plan; the entry derives the
-    same plan). KDA_TILE_SPLIT=0 or 1 forces it off or on. Malformed arguments give False: the
-    unsplit entry's checks then name them."""
-    force = os.environ.get("KDA_TILE_SPLIT")
-    if force in ("0", "1"):
-        return force == "1"
+    same plan). FORCE_SPLIT (True or False; from KDA_TILE_SPLIT=1 or 0 at import) forces it on or
+    off. Malformed arguments give False: the unsplit entry's checks then name them."""
+    if FORCE_SPLIT is not None:
+        return FORCE_SPLIT
     try:
+        if q.shape[1] < _SPLIT_MIN_TOKENS:   # the host-bound calls leave here
+            return False
         if cu_seqlens is None:
             key = (q.shape[0], q.shape[0] * q.shape[1], v.shape[2])
         else:
@@ -49,6 +50,11 @@ def use_split(q, v, cu_seqlens) -> bool:
 
 # (N, T, HV) -> use_split's answer
 _SPLIT: dict = {}
+# the fewest tokens (per sequence, so in q.shape[1] too) a split call has: its average sequence
+# has SPLIT_MIN_G segments of SPLIT_MIN_CHUNKS chunks or more
+_SPLIT_MIN_TOKENS = (_configs.SPLIT_MIN_G * _configs.SPLIT_MIN_CHUNKS - 1) * 16 + 1
+# None: the rule decides; True or False: every call takes the split or not (tests, benchmarks)
+FORCE_SPLIT = {"1": True, "0": False}.get(os.environ.get("KDA_TILE_SPLIT", ""))
 
 
 def _gated_entry(*builds):

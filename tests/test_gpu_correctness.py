@@ -196,7 +196,7 @@ def test_many_sequences(N, H, most):
 
 
 # The sequence split (issue 9): chosen by the API's rule at these shapes (asserted), fixed and
-# varlen, every state mode, T up to 1M; and forced on small and ragged batches (KDA_TILE_SPLIT=1),
+# varlen, every state mode, T up to 1M; and forced on small and ragged batches (api.FORCE_SPLIT),
 # where most segments past a sequence's end are empty.
 @pytest.mark.parametrize("B,T,H", [(1, 65536, 8), (2, 16384, 2), (1, 8192, 1)])
 def test_split_fixed(B, T, H):
@@ -218,7 +218,8 @@ def test_split_1m():
 
 @pytest.mark.parametrize("lens", [[1], [1, 0, 16, 1, 33], [0, 5, 0], [700, 1, 0, 300]], ids=str)
 def test_split_forced(lens, monkeypatch):
-    monkeypatch.setenv("KDA_TILE_SPLIT", "1")
+    from kda_tile import api
+    monkeypatch.setattr(api, "FORCE_SPLIT", True)
     cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
     inp = _inputs(1, sum(lens), 3, cu=cu, seed=29 + sum(lens))
     _run_modes(f"split forced varlen {lens} H=3", inp, cu, split=True)

@@ -36,6 +36,17 @@ def test_rule_choices(N, T, HV, want):
     assert use_split(N, T, HV) is want
 
 
+def test_no_split_below_the_api_threshold():
+    """kda_tile.api.use_split leaves before planning when q.shape[1] < _SPLIT_MIN_TOKENS (the
+    host-bound calls): the rule must agree that no such call splits."""
+    from kda_tile.api import _SPLIT_MIN_TOKENS
+    for N in (1, 2, 3):
+        for HV in (1, 2, 5):
+            for T in range(N, _SPLIT_MIN_TOKENS, 7):
+                assert not use_split(N, T, HV), (N, T, HV)
+    assert use_split(1, _SPLIT_MIN_TOKENS, 1)
+
+
 def _split_builds(h0="float32", ht=True):
     return (registry.find("k1", varlen=True, fast_math=False), registry.find("k2_map", varlen=True),
             registry.find("k2_scan", initial_state=h0, final_state=ht), registry.find("k2_seg", varlen=True))
@@ -91,11 +102,11 @@ def test_api_routes_fixed_batches_as_sequences(monkeypatch):
     q = torch.zeros(2, 4096, 8, 128, dtype=BF)
     v = torch.zeros(2, 4096, 8, 128, dtype=BF)
     assert api.use_split(q, v, None) is use_split(2, 8192, 8)
-    monkeypatch.setenv("KDA_TILE_SPLIT", "1")
+    monkeypatch.setattr(api, "FORCE_SPLIT", True)
     assert api.use_split(q[:, :1], v[:, :1], None) is True
-    monkeypatch.setenv("KDA_TILE_SPLIT", "0")
+    monkeypatch.setattr(api, "FORCE_SPLIT", False)
     assert api.use_split(q, v, torch.tensor([0, 8192])) is False
-    monkeypatch.delenv("KDA_TILE_SPLIT")
+    monkeypatch.setattr(api, "FORCE_SPLIT", None)
     assert api.use_split("not a tensor", v, None) is False
     flat = api._as_sequences(q, q, v, v, torch.zeros(2, 4096, 8, dtype=BF), None)
     assert flat[0].shape == (1, 8192, 8, 128) and flat[0].data_ptr() == q.data_ptr()
