@@ -286,6 +286,14 @@ case "$mode" in
     timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v -E '^\{|warn' "$OUT/stage_times.log" | tail -8
     BENCH_NO_HOST=1 timeout 330 python -u bench/bench_peers.py --out "$OUT" --only "${PEERS_ONLY:-H8 1x65536}" > "$OUT/bench.log" 2>&1
     grep -E "^\| |geomean|peak" "$OUT/bench.log" | tail -14 ;;
+  scanbr)
+    # session 10: the split's scan at 4, 2 and 16 state rows a program (the released 8 is in round10b)
+    for br in ${SCAN_BRS:-4 2 16}; do
+      chk=0; [ "$br" = 4 ] && chk=1
+      SPLIT_SCAN_BR=$br SPLIT_CHECK=$chk SPLIT_SHAPES="H8 1x65536,H16 1x65536,H8 1x262144" \
+        timeout 200 python bench/split_round.py 16 > "$OUT/split_br$br.log" 2>&1
+      echo "== block_rows $br"; grep -v -E '^\{|INFO|^compiled|^prewarm' "$OUT/split_br$br.log" | tail -5
+    done ;;
   round10b)
     # session 10: the split through kda_prefill against the unsplit path, then its stages through the JIT
     timeout 300 python bench/split_api.py ${SPLIT_API_ARGS:-} > "$OUT/split_api.log" 2>&1
