@@ -183,8 +183,8 @@ case "$mode" in
       grep -v -E '^\{|INFO' "$OUT/decode_timing.log" | tail -8
     fi ;;
   scaling)
-    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED|NOT VERIFIED"
-    timeout 460 python bench/scaling.py --out "$OUT" ${SCALING_ONLY:+--only $SCALING_ONLY} > "$OUT/scaling.log" 2>&1
+    timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED|NOT VERIFIED"
+    timeout ${SCALING_LIMIT:-460} python bench/scaling.py --out "$OUT" ${SCALING_ONLY:+--only $SCALING_ONLY} > "$OUT/scaling.log" 2>&1
     grep -v '^{' "$OUT/scaling.log" | tail -14 ;;
   manyseq)
     timeout 400 python bench/manyseq.py sweep --out "$OUT" --timeout ${MANYSEQ_TIMEOUT:-20} > "$OUT/manyseq.log" 2>&1
