@@ -111,7 +111,10 @@ def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=No
     """Runs every check kda_prefill runs, launching nothing: the release gate of both builds,
     then the generated entry's argument checks. `device` names the device the tensors must
     share (default: a CUDA device), so the rules can be exercised on the CPU."""
-    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, use_split(q, v, cu_seqlens))
+    # a fixed batch that would take the split is checked by the unsplit entry (the same rules on
+    # the [B, T] shapes; the split sees it as packed sequences)
+    split = cu_seqlens is not None and use_split(q, v, cu_seqlens)
+    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split)
     kw = _expect_device(device)
     entry = _gated_entry(*builds)
     return entry.validate_only(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,

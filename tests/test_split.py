@@ -112,3 +112,19 @@ def test_api_routes_fixed_batches_as_sequences(monkeypatch):
     assert flat[0].shape == (1, 8192, 8, 128) and flat[0].data_ptr() == q.data_ptr()
     assert flat[4].shape == (1, 8192, 8) and flat[5] is None and flat[6].tolist() == [0, 4096, 8192]
     assert api._as_sequences(q.transpose(0, 1), q, v, v, v[..., 0], None) is None
+
+
+def test_check_inputs_on_split_shapes():
+    """check_inputs runs the split entry's checks for a varlen call that splits, and the unsplit
+    entry's for a fixed batch that would (it goes to the split as packed sequences)."""
+    from kda_tile import api
+    H, T = 8, 8192
+    q = torch.zeros(1, T, H, 128, dtype=BF)
+    a = dict(A_log=torch.zeros(H), dt_bias=torch.zeros(H, 128), device="cpu")
+    assert api.use_split(q, q, None) and api.use_split(q, q, torch.tensor([0, T]))
+    env = api.check_inputs(q, q, q, q, torch.zeros(1, T, H, dtype=BF), cu_seqlens=torch.tensor([0, T]), **a)
+    assert (env["L"], env["G"]) == split_plan(1, T, H)
+    env = api.check_inputs(q, q, q, q, torch.zeros(1, T, H, dtype=BF), **a)
+    assert "G" not in env and env["T"] == T
+    with pytest.raises(TypeError, match=r"^beta: expected dtype bfloat16, got float32"):
+        api.check_inputs(q, q, q, q, torch.zeros(1, T, H), cu_seqlens=torch.tensor([0, T]), **a)
