@@ -32,7 +32,7 @@ def shapes(only):
 
 def table(rows) -> str:
     lines = ["| shape | sequences | T | kda_tile ms | fla ms | cuDNN ms | kda_tile ms / M tokens | "
-             "vs fla | vs cuDNN | K1 / K2 ms |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "vs fla | vs cuDNN | K1 / K2 ms | state floor ms |", "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def f(x, fmt="{:.3f}"):
         return "-" if x is None else fmt.format(x)
@@ -43,8 +43,18 @@ def table(rows) -> str:
             f"| {r['shape']} | {len(r['lens'])} | {r['T']} | {f(ours)} | {f(r.get('fla_triton_ms'))} | "
             f"{f(r.get('cudnn_fe_ms'))} | {f(per_m)} | {f(r.get('speedup_vs_fla_triton'), '{:.2f}x')} | "
             f"{f(r.get('speedup_vs_cudnn_fe'), '{:.2f}x')} | "
-            f"{f(r.get('kda_tile_k1_ms'))} / {f(r.get('kda_tile_k2_ms'))} |")
+            f"{f(r.get('kda_tile_k1_ms'))} / {f(r.get('kda_tile_k2_ms'))} | {f(state_floor_ms(r))} |")
+    lines += ["", f"State floor: reading the fp32 initial state and writing the fp32 final state once "
+              f"(N x HV x 128 x 128 x 4 bytes each way) at {HBM_TBPS} TB/s, a bound every library's call has."]
     return "\n".join(lines)
+
+
+HBM_TBPS = 4.27
+
+
+def state_floor_ms(r) -> float:
+    """ms to read and write the rows' fp32 states once at HBM_TBPS."""
+    return 2 * len(r["lens"]) * r.get("HV", r["H"]) * 128 * 128 * 4 / (HBM_TBPS * 1e12) * 1e3
 
 
 def plot(rows, path: Path):
