@@ -13,9 +13,12 @@ import os
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
+
+import k1_round  # noqa: E402  (the benchmarks' random inputs)
 
 SHAPES = [  # label, B, T, H, lens (None: fixed batch)
     ("H8 1x65536 cu", 1, 65536, 8, [65536]),
@@ -42,16 +45,10 @@ def main():
     quick = "--quick" in sys.argv
     rows = []
     for label, B, T, H, lens in SHAPES[:4] if quick else SHAPES:
-        gen = torch.Generator(device="cuda").manual_seed(T + H)
-        bf = torch.bfloat16
-        rn = lambda *s: torch.randn(*s, generator=gen, device="cuda")  # noqa: E731
-        q, k, v, g = (rn(B, T, H, 128).to(bf) for _ in range(4))
-        beta = rn(B, T, H).to(bf)
-        A_log = torch.rand(H, generator=gen, device="cuda") * 2.7
-        dt_bias = 0.5 * rn(H, 128)
-        cu = None if lens is None else torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), device="cuda")
+        d = k1_round.inputs(B, T, H, lens, seed=T + H)
+        q, k, v, g, beta, A_log, dt_bias, cu = (d[n] for n in ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "cu"))
         N = B if cu is None else len(lens)
-        h0 = rn(N, H, 128, 128)
+        h0 = torch.randn(N, H, 128, 128, device="cuda")
         kw = dict(A_log=A_log, dt_bias=dt_bias, initial_state=h0, output_final_state=True, cu_seqlens=cu)
         L, G = split_plan(N, T * B, H)
         row = dict(shape=label, L=L, G=G, auto_split=use_split(q, v, cu))
@@ -75,7 +72,7 @@ def main():
             row["err_o_unsplit"] = rel_err(outs["0"][0], ro)
         rows.append(row)
         print(json.dumps(row), flush=True)
-        del q, k, v, g, outs
+        del q, k, v, g, d, outs
         torch.cuda.empty_cache()
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).parent / "results"
     out.mkdir(parents=True, exist_ok=True)

@@ -864,6 +864,7 @@ def _render_launch(spec: EntrySpec, L: list, ptr: dict, out_names, shape_vars, n
         return ptr[contract.public(ir_name)]
 
     L.append(f"  Launch launches[{nk}];")
+    derived = {v for v, _ in spec.derived_vars}   # scalar parameters the entry computes
     for ki, ks in enumerate(spec.kernels):
         tag = f"k{ki + 1}"
         for d in ks.tma:
@@ -884,7 +885,6 @@ def _render_launch(spec: EntrySpec, L: list, ptr: dict, out_names, shape_vars, n
             elif a.kind == "ptr":
                 slots.append(f"&{ir_ptr(a.name)}")
             else:
-                derived = {v for v, _ in spec.derived_vars}
                 src = _v(a.name) if a.name in derived else _s(a.name) if a.name else _c(a.expr)
                 L.append(f"  {a.ctype} {tag}_a{j} = static_cast<{a.ctype}>({src});")
                 if a.ctype == "int32_t":

@@ -195,11 +195,12 @@ def generate(spec: EntrySpec) -> str:
         L.append(f"    if {p.name} is None:")
         L.append(f"        {p.name} = _torch.empty(({shape},), dtype=_torch.{_TORCH_DTYPE[p.dtype]}, device=_dev)")
         L.append(f"        if _poison: {p.name}.fill_(float('nan'))")
+    derived = {v for v, _ in spec.derived_vars}   # scalar parameters the entry computes
     for ks, fn in zip(spec.kernels, fns):
         args = []
         for p in ks.params:
-            derived = p.kind == "scalar" and p.name in dict(spec.derived_vars)
-            args.append(_v(p.name) if derived else local.get(p.name, contract.public(p.name)))
+            computed = p.kind == "scalar" and p.name in derived
+            args.append(_v(p.name) if computed else local.get(p.name, contract.public(p.name)))
         L.append(f"    {fn}({', '.join(args)})")
     have = {p.name for p in spec.outputs}
     L.append(f"    return {', '.join(o if o in have else 'None' for o in contract.outputs)}")

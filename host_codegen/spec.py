@@ -502,7 +502,7 @@ def join(k1: KernelSpec, k2: KernelSpec, k1_build, k2_build, contract: Contract 
 def chain(kspecs, builds, contract: Contract = PREFILL, derived: tuple = ()) -> EntrySpec:
     """The entry of kernels launched in order on one stream: K1 and K2, or K1 and the sequence
     split's passes. A buffer one kernel writes and a later one reads is workspace; `derived`
-    adds shape variables no kernel derives ((var, Python expression), ...: the split's G)."""
+    adds shape variables no kernel derives ((var, Python expression), ...: the split's L and G)."""
     varlen = bool(getattr(builds[0].config, "varlen"))
     if any(bool(getattr(b.config, "varlen")) != varlen for b in builds):
         raise ValueError("the builds of one entry must agree on varlen")

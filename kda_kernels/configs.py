@@ -50,6 +50,24 @@ def split_plan_exprs() -> tuple:
     return (("L", L), ("G", "((T + 15) // 16 + L - 1) // L"))
 
 
+class StateIO:
+    """What a config with `initial_state` (None, "float32" or "bfloat16") and `final_state` (bool)
+    derives from them (K2Config, ScanConfig, fused.FusedConfig)."""
+
+    @property
+    def final_state_dtype(self) -> Optional[str]:
+        """The final state's dtype: the initial state's, float32 without one."""
+        if not self.final_state:
+            return None
+        return self.initial_state or "float32"
+
+    @property
+    def state_tag(self) -> str:
+        """The state part of a build name: h0none/h0f32/h0bf16, then ht/htnone."""
+        h0 = {None: "h0none", "float32": "h0f32", "bfloat16": "h0bf16"}[self.initial_state]
+        return f"{h0}_{'ht' if self.final_state else 'htnone'}"
+
+
 @dataclass(frozen=True)
 class K1Config:
     varlen: bool = False
@@ -109,7 +127,7 @@ class K1Config:
 
 
 @dataclass(frozen=True)
-class K2Config:
+class K2Config(StateIO):
     """K2, the chain (kda_kernels/k2_recurrence.py): reads Wk = A diag(beta) kd and U0 = A diag(beta) v
     from K1's workspace and keeps the state in registers."""
     varlen: bool = False
@@ -141,12 +159,6 @@ class K2Config:
     probe: str = ""
 
     @property
-    def final_state_dtype(self) -> Optional[str]:
-        if not self.final_state:
-            return None
-        return self.initial_state or "float32"
-
-    @property
     def block_v(self) -> int:
         return 64 * self.consumers
 
@@ -166,13 +178,11 @@ class K2Config:
 
     @property
     def name(self) -> str:
-        h0 = {None: "h0none", "float32": "h0f32", "bfloat16": "h0bf16"}[self.initial_state]
-        ht = "ht" if self.final_state else "htnone"
         if self.mode != "full":
             return (f"k2_{self.mode}_" + ("varlen" if self.varlen else "fixed")
                     + (f"_c{self.consumers}" if self.consumers != 1 else "")
                     + (f"_probe_{self.probe}" if self.probe else ""))
-        return ("k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}"
+        return ("k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{self.state_tag}"
                 + (f"_c{self.consumers}" if self.consumers != 1 else "")
                 + (f"_probe_{self.probe}" if self.probe else ""))
 
@@ -205,7 +215,7 @@ class K2Config:
 
 
 @dataclass(frozen=True)
-class ScanConfig:
+class ScanConfig(StateIO):
     """The split's scan (kda_kernels/k2_scan.py): composes pass A's per-segment maps in fp32 into
     each segment's start state, and the sequence's final state."""
     varlen: bool = False
@@ -218,16 +228,8 @@ class ScanConfig:
     bank_conflict_budget: int = 8
 
     @property
-    def final_state_dtype(self) -> Optional[str]:
-        if not self.final_state:
-            return None
-        return self.initial_state or "float32"
-
-    @property
     def name(self) -> str:
-        h0 = {None: "h0none", "float32": "h0f32", "bfloat16": "h0bf16"}[self.initial_state]
-        ht = "ht" if self.final_state else "htnone"
-        return "k2_scan_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}"
+        return "k2_scan_" + ("varlen" if self.varlen else "fixed") + f"_{self.state_tag}"
 
     def pass_configs(self) -> dict:
         return {}

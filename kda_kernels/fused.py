@@ -28,6 +28,7 @@ import tilelang.language as T
 from tilelang.layout import make_swizzled_layout
 
 from . import _math, _tir
+from .configs import StateIO
 from .k2_recurrence import wy_chain_step
 
 CHUNK = 16
@@ -35,7 +36,7 @@ WARPGROUP = 128
 
 
 @dataclass(frozen=True)
-class FusedConfig:
+class FusedConfig(StateIO):
     # variant
     varlen: bool = False
     fast_math: bool = False
@@ -62,12 +63,6 @@ class FusedConfig:
     probe: str = ""
 
     @property
-    def final_state_dtype(self) -> Optional[str]:
-        if not self.final_state:
-            return None
-        return self.initial_state or "float32"
-
-    @property
     def regs(self) -> tuple[int, int]:
         default = {1: (184, 136), 2: (136, 120)}.get(self.producers, (0, 0))
         return (self.consumer_regs or default[0], self.producer_regs or default[1])
@@ -78,9 +73,7 @@ class FusedConfig:
 
     @property
     def name(self) -> str:
-        h0 = {None: "h0none", "float32": "h0f32", "bfloat16": "h0bf16"}[self.initial_state]
-        ht = "ht" if self.final_state else "htnone"
-        return ("fused_" + ("varlen" if self.varlen else "fixed") + f"_{h0}_{ht}"
+        return ("fused_" + ("varlen" if self.varlen else "fixed") + f"_{self.state_tag}"
                 + ("_fast" if self.fast_math else "") + (f"_p{self.producers}" if self.producers != 2 else "")
                 + (f"_probe_{self.probe}" if self.probe else ""))
 

@@ -168,7 +168,7 @@ def build_k2(cfg: K2Config):
         # the split: G segments of L chunks a sequence (L a scalar parameter that the host derives
         # with G from the shapes, G L >= a sequence's chunks; kda_kernels.configs.split_plan)
         # The sequence is grid x (up to 2^31 - 1; y and z stop at 65535), by = hv * (ROWS / BP) + vb,
-        # and the split's segment is z (its own grid index, so that `verify` bounds gs * seg).
+        # and the split's segment is z (its own grid index, so that `verify` bounds gs * L).
         grid = (NS, HV * (ROWS // BP)) if mode == "full" else (NS, HV * (ROWS // BP), G)
         with T.Kernel(*grid, threads=cfg.threads) as bxyz:
             n = bxyz[0]

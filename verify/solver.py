@@ -1,7 +1,9 @@
 """Z3 queries over a kernel model: site contexts, thread instances, axioms, counterexamples."""
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import time
 
 import z3
@@ -228,43 +230,10 @@ class Ctx:
             self._ranges = r
         return r
 
-    def product_lemmas(self, formulas):
-        """For each product v*g with v a bounded index (lo <= v < hi): lo*g <= v*g <= (hi-1)*g
-        when g >= 0. True facts that let the solver bound `b*H*T` by `(B-1)*H*T` linearly."""
+    def _bounded_products(self, formulas):
+        """(t, v, g) for every product t = v * g in the formulas with v a bounded index (a block,
+        thread or loop symbol, or an instance of one) and g the product of the other factors."""
         rng = self.ranges()
-        out, seen = [], set()
-        stack = list(formulas)
-        while stack:
-            t = stack.pop()
-            if t.get_id() in seen or z3.is_quantifier(t):
-                continue
-            seen.add(t.get_id())
-            if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_MUL and t.num_args() >= 2 and \
-                    sum(not z3.is_int_value(c) for c in t.children()) >= 2:
-                ch = t.children()
-                for i, f in enumerate(ch):
-                    if z3.is_const(f) and f.decl().name().split("'")[0] in rng:
-                        name = f.decl().name()
-                        base = name.split("'")[0]
-                        lo, hi = rng[base]
-                        if "'" in name:
-                            tag = name.split("'", 1)[1]
-                            lo, hi = self.instance(lo, tag), self.instance(hi, tag)
-                        rest = [c for j, c in enumerate(ch) if j != i]
-                        g = rest[0] if len(rest) == 1 else z3.Product(*rest)
-                        out.append(z3.Implies(z3.And(g >= 0, f >= lo, f < hi),
-                                              z3.And(t >= lo * g, t <= (hi - 1) * g)))
-            stack.extend(t.children())
-        return out
-
-    def order_lemmas(self, formulas):
-        """For two instances v'a * g'a and v'b * g'b of one product with v a bounded index (the
-        same block index of two blocks, say): v'a < v'b and g'a == g'b >= 0 imply
-        v'a * g'a + g'a <= v'b * g'b. True facts that let the solver see that blocks taking
-        consecutive ranges [v g, (v + 1) g) (a sequence's segments) do not overlap."""
-        import re
-        rng = self.ranges()
-        groups: dict = {}
         seen = set()
         stack = list(formulas)
         while stack:
@@ -276,21 +245,39 @@ class Ctx:
                     sum(not z3.is_int_value(c) for c in t.children()) >= 2:
                 ch = t.children()
                 for i, f in enumerate(ch):
-                    if z3.is_const(f) and "'" in f.decl().name() and f.decl().name().split("'")[0] in rng:
+                    if z3.is_const(f) and f.decl().name().split("'")[0] in rng:
                         rest = [c for j, c in enumerate(ch) if j != i]
-                        g = rest[0] if len(rest) == 1 else z3.Product(*rest)
-                        key = (f.decl().name().split("'")[0], re.sub(r"'[A-Za-z0-9_]+", "", g.sexpr()))
-                        groups.setdefault(key, []).append((f, g, t))
+                        yield t, f, rest[0] if len(rest) == 1 else z3.Product(*rest)
             stack.extend(t.children())
+
+    def product_lemmas(self, formulas):
+        """For each product v*g with v a bounded index (lo <= v < hi): lo*g <= v*g <= (hi-1)*g
+        when g >= 0. True facts that let the solver bound `b*H*T` by `(B-1)*H*T` linearly."""
+        rng = self.ranges()
         out = []
-        for items in groups.values():
-            for a in range(len(items)):
-                for b in range(len(items)):
-                    fa, ga, ta = items[a]
-                    fb, gb, tb = items[b]
-                    if fa.decl().name() != fb.decl().name():
-                        out.append(z3.Implies(z3.And(fa < fb, ga == gb, ga >= 0), ta + ga <= tb))
+        for t, f, g in self._bounded_products(formulas):
+            name = f.decl().name()
+            lo, hi = rng[name.split("'")[0]]
+            if "'" in name:
+                tag = name.split("'", 1)[1]
+                lo, hi = self.instance(lo, tag), self.instance(hi, tag)
+            out.append(z3.Implies(z3.And(g >= 0, f >= lo, f < hi), z3.And(t >= lo * g, t <= (hi - 1) * g)))
         return out
+
+    def order_lemmas(self, formulas):
+        """For two instances v'a * g'a and v'b * g'b of one product with v a bounded index (the
+        same block index of two blocks, say): v'a < v'b and g'a == g'b >= 0 imply
+        v'a * g'a + g'a <= v'b * g'b. True facts that let the solver see that blocks taking
+        consecutive ranges [v g, (v + 1) g) (a sequence's segments) do not overlap."""
+        groups: dict = {}
+        for t, f, g in self._bounded_products(formulas):
+            name = f.decl().name()
+            if "'" in name:
+                key = (name.split("'")[0], re.sub(r"'[A-Za-z0-9_]+", "", g.sexpr()))
+                groups.setdefault(key, []).append((f, g, t))
+        return [z3.Implies(z3.And(fa < fb, ga == gb, ga >= 0), ta + ga <= tb)
+                for items in groups.values() for (fa, ga, ta), (fb, gb, tb) in itertools.permutations(items, 2)
+                if fa.decl().name() != fb.decl().name()]
 
     # -- solving -----------------------------------------------------------------------
     def solve(self, formulas, rlimit=None, facts=True):

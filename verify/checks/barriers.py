@@ -1160,12 +1160,7 @@ def _global_race(st):
             if x.buf.name != y.buf.name:
                 continue
             pairs += 1
-            fs = ctx.shape_facts()
-            for tag, s in (("1", x), ("2", y)):
-                for sym, ext in k.blocks.values():
-                    b = ctx.instance(sym, tag, BLOCKS)
-                    fs += [b >= 0, b < ctx.instance(ext, tag, BLOCKS)]
-                fs += [f for f in (ctx.instance(t, tag, BLOCKS) for t in ctx.site_facts(s, "", relaxed=True))]
+            fs = _two_block_facts(k, ctx, x, y, relaxed=True)
             differ = z3.Or([ctx.instance(sym, "1", BLOCKS) != ctx.instance(sym, "2", BLOCKS)
                             for sym, _ in k.blocks.values()])
             if x is y and _block_disjoint(k, ctx, x):
@@ -1191,12 +1186,7 @@ def _global_race(st):
                 res, m = ctx.solve(fs + [differ] + overlap)
                 if res == "sat":
                     # confirm without the relaxation of nonlinear bounds and guards
-                    full = ctx.shape_facts()
-                    for tag, s in (("1", x), ("2", y)):
-                        for sym, ext in k.blocks.values():
-                            b = ctx.instance(sym, tag, BLOCKS)
-                            full += [b >= 0, b < ctx.instance(ext, tag, BLOCKS)]
-                        full += [ctx.instance(t, tag, BLOCKS) for t in ctx.site_facts(s, "")]
+                    full = _two_block_facts(k, ctx, x, y, relaxed=False)
                     res, m = ctx.solve(full + [differ] + overlap + ctx.product_lemmas(full + overlap)
                                        + ctx.order_lemmas(full + overlap))
                     fs = full
@@ -1312,6 +1302,19 @@ def _prod(fs):
     return z3.Product(*fs) if len(fs) > 1 else fs[0]
 
 
+def _two_block_facts(k, ctx, x, y, relaxed):
+    """The shape facts, the block ranges of two blocks (instances "1" and "2") and the facts of
+    access x in block 1 and access y in block 2 (`relaxed`: without nonlinear loop bounds and
+    guards)."""
+    out = ctx.shape_facts()
+    for tag, s in (("1", x), ("2", y)):
+        for sym, ext in k.blocks.values():
+            b = ctx.instance(sym, tag, BLOCKS)
+            out += [b >= 0, b < ctx.instance(ext, tag, BLOCKS)]
+        out += [ctx.instance(t, tag, BLOCKS) for t in ctx.site_facts(s, "", relaxed=relaxed)]
+    return out
+
+
 def _two_level(k, ctx, x, y, relaxed=True):
     """The overlap query of two global accesses (a write, and a write or a read) by different
     blocks in digit form (_digits), or None when the offsets do not decompose alike. `relaxed`
@@ -1327,12 +1330,7 @@ def _two_level(k, ctx, x, y, relaxed=True):
     (r2, d2), n2 = parts["2"]
     if r1 != r2 or len(d1) != len(d2):
         return None
-    out = ctx.shape_facts()
-    for tag, s in (("1", x), ("2", y)):
-        for sym, ext in k.blocks.values():
-            b = ctx.instance(sym, tag, BLOCKS)
-            out += [b >= 0, b < ctx.instance(ext, tag, BLOCKS)]
-        out += [ctx.instance(t, tag, BLOCKS) for t in ctx.site_facts(s, "", relaxed=relaxed)]
+    out = _two_block_facts(k, ctx, x, y, relaxed)
     differ = z3.Or([ctx.instance(sym, "1", BLOCKS) != ctx.instance(sym, "2", BLOCKS) for sym, _ in k.blocks.values()])
     a = [ctx.instance(t, "1", BLOCKS) for t in d1]
     b = [ctx.instance(t, "2", BLOCKS) for t in d2]
