@@ -32,6 +32,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh split   # issue 9's split through TileLang's JIT (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round10 # build, stage times, GPU matrix with the split (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round10b # the split through kda_prefill, then its stages (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round11a # K1 hole skipping, K2 loading warp, JIT (~8 min)
 #   PEERS_ONLY="H96 1x8192,H64 1x8192" bash bench/device_round.sh peers  # bench_peers.py on some shapes
 #   (round6a..round6d: session 6's first two rounds, each in two calls on one warm machine; session 8's
 #   round8a-c ran the WY experiments through bench/k2w_round.py, since folded into k2_round.py)
@@ -277,6 +278,15 @@ case "$mode" in
       --section LaunchStats --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
       python bench/k2_round.py ncu ${K2_NCU:-1,3,2} \
       > "$OUT/k2_ncu.csv" 2> "$OUT/k2_ncu.err"; tail -2 "$OUT/k2_ncu.err"; wc -l < "$OUT/k2_ncu.csv" ;;
+  round11a)
+    # session 11: K1 and K2 through TileLang's JIT at the many-sequence shapes. It first ran with two
+    # variants since removed (K1 skipping hole programs, "1,64,12" against "1,64,12,p=holes"; K2 with a
+    # loading warp, "1,3,3,lw" and others): bench/NOTES.md, session 11
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 240 python bench/k1_round.py ${K1_VARIANTS:-1,64,12} > "$OUT/k1_round.log" 2>&1
+    grep -v -E '^\{|INFO|^compiled' "$OUT/k1_round.log" | tail -5
+    timeout 330 python bench/k2_round.py ${K2_VARIANTS:-1,3,2} > "$OUT/k2_round.log" 2>&1
+    grep -v -E '^\{|INFO|^compiled' "$OUT/k2_round.log" | tail -12 ;;
   round10)
     # session 10: the sequence split released: build, stage times, the whole GPU matrix (split rows included)
     release_check 380 ;;
