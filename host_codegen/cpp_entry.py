@@ -20,8 +20,9 @@ from . import gen_cpp, gen_py
 
 
 # How the entry submits K1 and K2: two cuLaunchKernel calls, or one launch of a two-node CUDA
-# graph whose parameters are rewritten per call (entry flags bit 7). Env KDA_TILE_LAUNCH overrides.
-LAUNCH_FLAGS = {"kernels": 0, "graph": 128}
+# graph whose parameters are rewritten when they change (entry flags bit 7); "graph-rewrite"
+# rewrites them at every call (bit 10; diagnostics). Env KDA_TILE_LAUNCH overrides.
+LAUNCH_FLAGS = {"kernels": 0, "graph": 128, "graph-rewrite": 128 | 1024}
 DEFAULT_LAUNCH = "graph"
 
 

@@ -10,7 +10,8 @@ Exports (TVM-FFI packed functions):
       then K2 on the caller's current stream. flags: bit 0 full validation (cu_seqlens
       contents); bit 2 dry run on CPU tensors (no driver calls); bit 3 return o alone;
       bit 4 record phase timestamps; bit 5 skip the launches; bit 6 fresh workspace (no cache);
-      bits 8, 9 skip K1, K2 (diagnostics);
+      bits 8, 9 skip K1, K2 (diagnostics); bit 10 rewrite the graph nodes' parameters even when
+      unchanged (diagnostics);
       bit 7 submit the kernels as one graph launch instead of kernel launches (not while capturing).
       The workspace is kept across calls per (device, stream), except while capturing a graph.
   validate_only(<same 11>, o, final_state, flags, expect_device_type) -> [shape vars..., lower_bound, scale]
@@ -376,6 +377,8 @@ struct Launch {
   Kernel* k;
   int64_t grid[3], block[3], smem;
   void** args;
+  const uint16_t* sizes;   // the byte size of each argument
+  int nargs;
 };
 
 void ensure_smem(Kernel& k, int64_t smem) {
@@ -399,43 +402,69 @@ KernelNodeParams node_params(const Launch& l) {
 }
 
 // Graph launch mode: one graph of the entry's kernels in a chain (one node, or K1 -> K2) per
-// thread and device, instantiated at the first call; each call rewrites the nodes' parameters
-// (copied by the driver) and submits them with one cuGraphLaunch, which costs less host time than
-// one cuLaunchKernel. Launches of one executable graph run in submission order.
+// thread and device, instantiated at the first call, and submitted with one cuGraphLaunch, which
+// costs less host time than one cuLaunchKernel. A node's parameters are rewritten (copied by the
+// driver) only when they differ from the last ones it was given, byte for byte: a call on the same
+// buffers and shapes as the one before (the steady state of a serving loop) submits the graph
+// alone. Flags bit 10 rewrites them always (diagnostics). Launches of one executable graph run in
+// submission order.
 struct KernelGraph {
   CUgraph graph = nullptr;
   CUgraphExec exec = nullptr;
   CUgraphNode node[kNumKernels] = {};
+  std::string last[kNumKernels];   // each node's launch bytes as last set
 };
 thread_local KernelGraph* g_graph[kMaxDevices] = {};
 
-void launch_graph(const Launch* L, int dev, CUstream stream) {
+// Everything a node's launch depends on, as bytes: function, grid, block, shared memory and each
+// argument's value.
+void launch_bytes(const Launch& l, std::string* out) {
+  out->clear();
+  const void* fn = l.k->fn;
+  out->append(reinterpret_cast<const char*>(&fn), sizeof(fn));
+  out->append(reinterpret_cast<const char*>(l.grid), sizeof(l.grid));
+  out->append(reinterpret_cast<const char*>(l.block), sizeof(l.block));
+  out->append(reinterpret_cast<const char*>(&l.smem), sizeof(l.smem));
+  for (int j = 0; j < l.nargs; ++j) out->append(static_cast<const char*>(l.args[j]), l.sizes[j]);
+}
+
+void launch_graph(const Launch* L, int dev, CUstream stream, bool always_set) {
   Driver* d = driver();
   KernelNodeParams p[kNumKernels];
   for (int i = 0; i < kNumKernels; ++i) p[i] = node_params(L[i]);
   KernelGraph* kg = g_graph[dev];
+  thread_local std::string now;
   if (kg == nullptr) {
     KernelGraph* n = new KernelGraph();
     check_cu(d->cuGraphCreate(&n->graph, 0), "cuGraphCreate");
-    for (int i = 0; i < kNumKernels; ++i)
+    for (int i = 0; i < kNumKernels; ++i) {
       check_cu(d->cuGraphAddKernelNode(&n->node[i], n->graph, i ? &n->node[i - 1] : nullptr, i ? 1 : 0, &p[i]),
                kWhat[i].add);
+      launch_bytes(L[i], &n->last[i]);
+    }
     check_cu(d->cuGraphInstantiateWithFlags(&n->exec, n->graph, 0), "cuGraphInstantiateWithFlags");
     kg = g_graph[dev] = n;
   } else {
-    for (int i = 0; i < kNumKernels; ++i)
-      check_cu(d->cuGraphExecKernelNodeSetParams(kg->exec, kg->node[i], &p[i]), kWhat[i].set);
+    for (int i = 0; i < kNumKernels; ++i) {
+      launch_bytes(L[i], &now);
+      if (always_set || now != kg->last[i]) {
+        // forget the old bytes first: a failed rewrite leaves the node's parameters unknown
+        kg->last[i].clear();
+        check_cu(d->cuGraphExecKernelNodeSetParams(kg->exec, kg->node[i], &p[i]), kWhat[i].set);
+        kg->last[i].swap(now);
+      }
+    }
   }
   check_cu(d->cuGraphLaunch(kg->exec, stream), "cuGraphLaunch");
 }
 
 // The kernels in order on `stream`: one cuLaunchKernel each, or one graph launch (`graph`; never
 // while the stream is capturing, where the kernels are captured as they are).
-void launch_pair(Launch* L, int dev, CUstream stream, bool graph, bool prof, int skip) {
+void launch_pair(Launch* L, int dev, CUstream stream, bool graph, bool prof, int skip, bool always_set) {
   Driver* d = driver();
   for (int i = 0; i < kNumKernels; ++i) ensure_smem(*L[i].k, L[i].smem);
   if (graph && !skip) {
-    launch_graph(L, dev, stream);
+    launch_graph(L, dev, stream, always_set);
     mark(prof);
     return;
   }
@@ -891,18 +920,19 @@ def _render_launch(spec: EntrySpec, L: list, ptr: dict, out_names, shape_vars, n
                     L.append(f"  if (static_cast<int64_t>({tag}_a{j}) != static_cast<int64_t>({src})) fail(\"ValueError\", \"shapes: kernel argument {X.to_text(a.expr) if a.expr else a.name} does not fit int32\");")
                 slots.append(f"&{tag}_a{j}")
         L.append(f"  void* {tag}_args[] = {{{', '.join(slots)}}};")
+        L.append(f"  static const uint16_t {tag}_sizes[] = {{{', '.join(f'sizeof({x[1:]})' for x in slots)}}};")
         g = [_c(x) for x in ks.grid]
         b = [_c(x) for x in ks.block]
         L.append(f"  check_grid({g[0]}, {g[1]}, {g[2]});")
-        L.append(f"  launches[{ki}] = Launch{{dk ? &dk->k[{ki}] : nullptr, {{{g[0]}, {g[1]}, {g[2]}}}, {{{b[0]}, {b[1]}, {b[2]}}}, {_c(ks.smem)}, {tag}_args}};")
+        L.append(f"  launches[{ki}] = Launch{{dk ? &dk->k[{ki}] : nullptr, {{{g[0]}, {g[1]}, {g[2]}}}, {{{b[0]}, {b[1]}, {b[2]}}}, {_c(ks.smem)}, {tag}_args, {tag}_sizes, {len(slots)}}};")
         L.append("  mark(prof);")
     if nk >= 2:
         L.append("  if (!dry && !(flags & 32)) launch_pair(launches, dev.device_id, stream, (flags & 128) && !capturing, prof, "
-                 f"static_cast<int>((flags >> 8) & {(1 << nk) - 1}));")
+                 f"static_cast<int>((flags >> 8) & {(1 << nk) - 1}), flags & 1024);")
     else:
         L.append("  // bit 7: a one-node graph launch (less host time than cuLaunchKernel), not while capturing")
         L.append("  const bool graph = !dry && (flags & 128) && !stream_capturing(stream);")
-        L.append("  if (!dry && !(flags & 32)) launch_pair(launches, dev.device_id, stream, graph, prof, 0);")
+        L.append("  if (!dry && !(flags & 32)) launch_pair(launches, dev.device_id, stream, graph, prof, 0, flags & 1024);")
     rets = [f"new_{o}" if o in out_names else "ffi::Optional<ffi::Tensor>()" for o in contract.outputs]
     if len(rets) == 1:
         L.append(f"  return ffi::Any({rets[0]});")

@@ -720,6 +720,8 @@ def test_launch_mode_env(monkeypatch):
     assert cpp_entry.launch_flags() == 128
     monkeypatch.setenv("KDA_TILE_LAUNCH", "kernels")
     assert cpp_entry.launch_flags() == 0
+    monkeypatch.setenv("KDA_TILE_LAUNCH", "graph-rewrite")
+    assert cpp_entry.launch_flags() == 128 | 1024
     monkeypatch.setenv("KDA_TILE_LAUNCH", "streams")
-    with pytest.raises(ValueError, match=r"^KDA_TILE_LAUNCH: expected one of \['graph', 'kernels'\], got 'streams'$"):
+    with pytest.raises(ValueError, match=r"^KDA_TILE_LAUNCH: expected one of \['graph', 'graph-rewrite', 'kernels'\], got 'streams'$"):
         cpp_entry.launch_flags()
