@@ -61,6 +61,12 @@ class Build:
         return asdict(self.config)
 
 
+def decode_block_v(state_dtype: str, token_axis: bool) -> int:
+    """Value columns a decode program owns: 16 for the one-token fp32 build (8% faster than 32 at
+    N = 64..1024, H32, bench/NOTES.md session 12), 32 for the others (16 is slower there)."""
+    return 16 if state_dtype == "float32" and not token_axis else 32
+
+
 def _released() -> tuple[Build, ...]:
     builds = []
     for varlen, fast_math in itertools.product((False, True), (False, True)):
@@ -80,7 +86,8 @@ def _released() -> tuple[Build, ...]:
     for state_dtype, fast_math, token_axis in itertools.product(("float32", "bfloat16"), (False, True),
                                                                 (True, False)):
         builds.append(Build("decode", DecodeConfig(state_dtype=state_dtype, fast_math=fast_math,
-                                                   token_axis=token_axis)))
+                                                   token_axis=token_axis,
+                                                   block_v=decode_block_v(state_dtype, token_axis))))
     return tuple(builds)
 
 

@@ -16,7 +16,8 @@ _ENTRIES: dict = {}
 
 
 def select_build(*, state_dtype: str, fast_math: bool, token_axis: bool = True):
-    return registry.find("decode", state_dtype=state_dtype, fast_math=fast_math, block_v=32, token_axis=token_axis)
+    return registry.find("decode", state_dtype=state_dtype, fast_math=fast_math, token_axis=token_axis,
+                         block_v=registry.decode_block_v(state_dtype, token_axis))
 
 
 def _build_for(state_pool, fast_math, token_axis):

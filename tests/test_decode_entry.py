@@ -50,7 +50,7 @@ def test_released_decode_builds():
     dec = [b for b in registry.RELEASED if b.stage == "decode"]
     assert sorted(b.name for b in dec) == [
         "kda_decode_bf16_bv32", "kda_decode_bf16_bv32_1t", "kda_decode_bf16_bv32_1t_fast", "kda_decode_bf16_bv32_fast",
-        "kda_decode_f32_bv32", "kda_decode_f32_bv32_1t", "kda_decode_f32_bv32_1t_fast", "kda_decode_f32_bv32_fast"]
+        "kda_decode_f32_bv16_1t", "kda_decode_f32_bv16_1t_fast", "kda_decode_f32_bv32", "kda_decode_f32_bv32_fast"]
     one = [b for b in dec if not b.config.token_axis]
     assert all(hc.entry_spec(b).contract is hc.spec.DECODE_ONE_TOKEN for b in one)
     assert [len(p.shape) for p in hc.entry_spec(one[0]).inputs[:5]] == [3, 3, 3, 3, 2]
@@ -58,7 +58,7 @@ def test_released_decode_builds():
     assert all(b.config.distinct() == ("state_indices",) for b in dec)
     assert [bs for bs in hc.released_entries() if len(bs) == 1] == [(b,) for b in dec]
     with pytest.raises(LookupError, match="released: kda_decode_f32_bv32, "):
-        registry.find("decode", block_v=16)
+        registry.find("decode", block_v=8)
 
 
 def test_verify_assumes_distinct_indices_for_decode_only():
