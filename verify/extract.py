@@ -1026,6 +1026,11 @@ class Extractor:
         elif name == "tirx.call_extern" and a and isinstance(a[0], tirx.StringImm) \
                 and str(a[0].value).startswith("tl::AllReduce<"):
             self._allreduce(str(a[0].value), a[1:])
+        elif name == "tirx.thread_return":
+            # The statements after it are still modelled as reached by every thread (more executions
+            # than the kernel has: sound for bounds and races); barriers.divergence requires the
+            # return to be block-uniform, so that no later barrier waits for a thread that has left.
+            self._site("exit", "thread_return")
         else:
             self.cur_call = name if name != "tirx.call_extern" or not a else str(getattr(a[0], "value", name))
             try:

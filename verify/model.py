@@ -67,7 +67,7 @@ class IfNode:
 @dataclass(eq=False)
 class Site:
     id: int
-    kind: str                     # 'access' | 'sync' | 'mbar' | 'fence'
+    kind: str                     # 'access' | 'sync' | 'mbar' | 'fence' | 'exit' (thread_return)
     op: str                       # detail, see extract.py
     loops: tuple
     conds: tuple                  # z3 Bool path conditions

@@ -56,6 +56,42 @@ def uniform_sync():
     return uniform_sync
 
 
+def divergent_return():
+    N1 = T.dynamic("N1")
+    Tn = T.dynamic("T")
+
+    @T.prim_func
+    def divergent_return(cu_seqlens: T.Tensor((N1,), "int64"), A: T.Tensor((Tn, NT), "float32"),
+                         B: T.Tensor((N1, NT), "float32")):
+        with T.Kernel(N1 - 1, threads=NT) as bx:
+            S = T.alloc_shared((NT,), "float32")
+            tx = T.get_thread_binding()
+            if tx >= cu_seqlens[bx + 1] - cu_seqlens[bx]:   # per thread: the rest wait below forever
+                T.thread_return()
+            S[tx] = A[T.min(cu_seqlens[bx], Tn - 1), tx]
+            T.sync_threads()
+            B[bx, tx] = S[(tx + 1) % NT]
+    return divergent_return
+
+
+def uniform_return():
+    N1 = T.dynamic("N1")
+    Tn = T.dynamic("T")
+
+    @T.prim_func
+    def uniform_return(cu_seqlens: T.Tensor((N1,), "int64"), A: T.Tensor((Tn, NT), "float32"),
+                       B: T.Tensor((N1, NT), "float32")):
+        with T.Kernel(N1 - 1, threads=NT) as bx:
+            S = T.alloc_shared((NT,), "float32")
+            tx = T.get_thread_binding()
+            if cu_seqlens[bx + 1] == cu_seqlens[bx]:         # an empty sequence: the whole block leaves
+                T.thread_return()
+            S[tx] = A[T.min(cu_seqlens[bx], Tn - 1), tx]
+            T.sync_threads()
+            B[bx, tx] = S[(tx + 1) % NT]
+    return uniform_return
+
+
 def named_count():
     @T.prim_func
     def named_count(A: T.Tensor((NT,), "float32"), B: T.Tensor((NT,), "float32")):
@@ -189,15 +225,18 @@ def mbar_loop_parity():
     return mbar_loop_parity
 
 
-KERNELS = {f.__name__: f for f in (missing_sync, synced, divergent_sync, uniform_sync, named_count, named_ok,
+KERNELS = {f.__name__: f for f in (missing_sync, synced, divergent_sync, uniform_sync, divergent_return,
+                                   uniform_return, named_count, named_ok,
                                    loop_war, loop_synced, mbar_ok, mbar_count, mbar_half_arrive,
                                    mbar_parity, mbar_loop_ok, mbar_loop_parity)}
 PASS_CONFIGS = {name: MANUAL for name in KERNELS}
-PRECONDITIONS = {"uniform_sync": ["N >= 1"]}
+PRECONDITIONS = {"uniform_sync": ["N >= 1"], "divergent_return": ["N1 >= 2", "T >= 1"],
+                 "uniform_return": ["N1 >= 2", "T >= 1"]}
 EXPECT = {"missing_sync": "barriers.race", "synced": None, "divergent_sync": "barriers.divergence", "uniform_sync": None,
+          "divergent_return": "barriers.divergence", "uniform_return": None,
           "named_count": "barriers.named_count", "named_ok": None, "loop_war": "barriers.race", "loop_synced": None,
           "mbar_ok": None, "mbar_count": "barriers.mbarrier_phase", "mbar_half_arrive": "barriers.mbarrier_phase",
           "mbar_parity": "barriers.race", "mbar_loop_ok": None, "mbar_loop_parity": "barriers.parity"}
-TWIN = {"missing_sync": "synced", "divergent_sync": "uniform_sync", "named_count": "named_ok",
+TWIN = {"missing_sync": "synced", "divergent_sync": "uniform_sync", "divergent_return": "uniform_return", "named_count": "named_ok",
         "loop_war": "loop_synced", "mbar_count": "mbar_ok", "mbar_half_arrive": "mbar_ok", "mbar_parity": "mbar_ok",
         "mbar_loop_parity": "mbar_loop_ok"}

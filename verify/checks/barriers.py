@@ -1,4 +1,4 @@
-"""Barriers: no block-wide barrier under a thread-divergent condition; named-barrier thread
+"""Barriers: no block-wide barrier or early return under a thread-divergent condition; named-barrier thread
 counts match the threads that reach them; mbarriers are initialized and fenced before
 use; each phase receives the arrivals and transaction bytes it expects; wait parities
 follow the phase sequence; no shared-memory data race (two-thread encoding); and a
@@ -54,8 +54,11 @@ def _divergence(st):
     findings = []
     n = 0
     tag_roles = ("thread", "unknown")
+    n_exit = 0
     for s in k.sites:
-        if s.kind != "sync" or s.bar_key != ("sync",) or s.op == "named_arrive":
+        if s.kind == "exit":
+            n_exit += 1
+        elif s.kind != "sync" or s.bar_key != ("sync",) or s.op == "named_arrive":
             continue
         n += 1
         diffs = []
@@ -76,12 +79,12 @@ def _divergence(st):
             + ctx.loop_facts(s.loops) + uniform
         res, m = ctx.solve(fs + [z3.Or(diffs)])
         if res == "sat":
-            findings.append(site_finding(k, ctx, "barriers.divergence", s,
-                                         "__syncthreads is reached by some threads of the block but not others",
-                                         m, fs + diffs))
+            what = ("an early return (thread_return) is taken by some threads of the block but not others"
+                    if s.kind == "exit" else "__syncthreads is reached by some threads of the block but not others")
+            findings.append(site_finding(k, ctx, "barriers.divergence", s, what, m, fs + diffs))
         elif res == "unknown":
             findings.append(unknown("barriers.divergence", f"solver could not decide ({m})", s, k))
-    return findings, f"{n} block-wide barriers"
+    return findings, f"{n - n_exit} block-wide barriers" + (f", {n_exit} early return(s)" if n_exit else "")
 
 
 # -- named barrier counts -----------------------------------------------------------------
