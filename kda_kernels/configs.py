@@ -92,6 +92,11 @@ class K1Config:
     mat_dtype: str = "float16"  # Mqk, and Ab in shared memory
     # Worst shared-memory bank-conflict degree `verify` accepts for this kernel.
     bank_conflict_budget: int = 8
+    # Varlen, one chunk a program: a program whose slot holds no chunk (up to one a sequence: half
+    # the slots at 16-token sequences) returns before any work. Every thread runs the slot search
+    # (read-only cu_seqlens, so the return is block-uniform). Not yet measured on the H200
+    # (bench/NOTES.md, session 12); session 11's form, the body under an `if`, cost 9% elsewhere.
+    skip_holes: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
     # store), v (the v load), inverse, ab (the Wk and U0 products and stores).
@@ -100,6 +105,7 @@ class K1Config:
     @property
     def name(self) -> str:
         return ("k1_prepare_" + ("varlen" if self.varlen else "fixed") + ("_fast" if self.fast_math else "")
+                + ("_skipholes" if self.skip_holes else "")
                 + (f"_probe_{self.probe.replace('+', '_')}" if self.probe else ""))
 
     def pass_configs(self) -> dict:

@@ -45,6 +45,7 @@ def build_k1(cfg: K1Config):
     fast = cfg.fast_math
     accum = "float32"
     skip = set(cfg.probe.split("+")) - {""}
+    assert not cfg.skip_holes or (cfg.varlen and CPB == 1), "skip_holes: varlen, one chunk a program"
 
     def sigm(x, fast):
         if cfg.ftz and not fast:
@@ -72,6 +73,37 @@ def build_k1(cfg: K1Config):
             c = r // C
             if slot_len[c] > 0 and bc * CPB + c < NC:
                 out[hv, (bc * CPB + c) * C + r % C, e] = x_s[r, e]
+
+    @T.macro
+    def slot_search(cu_seqlens, slot):
+        """(t0, len) of the chunk in varlen slot `slot`, len 0 for a hole.
+
+        Slot s holds chunk j of sequence n when s = f(n) + j, f(n) = bos_n // C + n,
+        j < ceil(len_n / C): f grows by at least ceil(len_n / C) from n to n + 1, so the
+        ranges are disjoint and below NC = T // C + N. n is the largest with f(n) <= s: a
+        binary search of SEARCH_STEPS steps for N <= MAX_SEQUENCES (cu_seqlens clamped to
+        [0, T], so that any contents stay inside the buffers)."""
+        lo = T.alloc_var("int32", init=0)
+        hi = T.alloc_var("int32", init=N1 - 2)
+        f_mid = T.alloc_var("int32", init=0)
+        for _ in T.serial(SEARCH_STEPS):
+            # lo, hi stay in [0, N1 - 2]; the clamps say so to `verify`, which does
+            # not infer loop invariants. Once lo == hi a step loads nothing, so the
+            # chain of dependent loads is ceil(log2 N) long, not SEARCH_STEPS.
+            mid = (T.max(T.min(lo, N1 - 2), 0) + T.max(T.min(hi, N1 - 2), 0) + 1) // 2
+            if lo < hi:
+                f_mid = _math.token_index(cu_seqlens[mid], Tn) // C + mid
+                if f_mid <= slot:
+                    lo = mid
+                else:
+                    hi = mid - 1
+        n = T.max(T.min(lo, N1 - 2), 0)
+        bos = _math.token_index(cu_seqlens[n], Tn)
+        eos = T.max(_math.token_index(cu_seqlens[n + 1], Tn), bos)
+        j = slot - (bos // C + n)
+        t0 = bos + j * C
+        ln = T.if_then_else(j >= 0 and j < T.ceildiv(eos - bos, C), T.min(C, eos - t0), 0)
+        return t0, T.if_then_else(slot < NC, ln, 0)
 
     @T.macro
     def _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Mqk, gC):
@@ -109,37 +141,25 @@ def build_k1(cfg: K1Config):
             # divisions would run once per element loaded.
             h = T.alloc_var("int32", init=_math.gva_head(hv, H, HV))
             tx = T.get_thread_binding()
-            if tx < CPB:
+            if cfg.skip_holes:
+                # every thread finds the slot's chunk (the same loads, so the same values), and the
+                # whole block leaves at a hole
+                t0_all = T.alloc_var("int32")
+                len_all = T.alloc_var("int32")
+                t0_all, len_all = slot_search(cu_seqlens, bc)
+                if len_all <= 0:
+                    T.thread_return()
+                if tx == 0:
+                    slot_b[0] = 0
+                    slot_t0[0] = t0_all
+                    slot_len[0] = len_all
+            elif tx < CPB:
                 slot = bc * CPB + tx
                 if cfg.varlen:
-                    # Slot s holds chunk j of sequence n when s = f(n) + j, f(n) = bos_n // C + n,
-                    # j < ceil(len_n / C): f grows by at least ceil(len_n / C) from n to n + 1, so
-                    # the ranges are disjoint and below NC = T // C + N. n is the largest with
-                    # f(n) <= s: a binary search of SEARCH_STEPS steps for N <= MAX_SEQUENCES
-                    # (cu_seqlens clamped to [0, T], so that any contents stay inside the buffers).
-                    lo = T.alloc_var("int32", init=0)
-                    hi = T.alloc_var("int32", init=N1 - 2)
-                    f_mid = T.alloc_var("int32", init=0)
-                    for _ in T.serial(SEARCH_STEPS):
-                        # lo, hi stay in [0, N1 - 2]; the clamps say so to `verify`, which does
-                        # not infer loop invariants. Once lo == hi a step loads nothing, so the
-                        # chain of dependent loads is ceil(log2 N) long, not SEARCH_STEPS.
-                        mid = (T.max(T.min(lo, N1 - 2), 0) + T.max(T.min(hi, N1 - 2), 0) + 1) // 2
-                        if lo < hi:
-                            f_mid = _math.token_index(cu_seqlens[mid], Tn) // C + mid
-                            if f_mid <= slot:
-                                lo = mid
-                            else:
-                                hi = mid - 1
-                    n = T.max(T.min(lo, N1 - 2), 0)
-                    bos = _math.token_index(cu_seqlens[n], Tn)
-                    eos = T.max(_math.token_index(cu_seqlens[n + 1], Tn), bos)
-                    j = slot - (bos // C + n)
-                    t0 = bos + j * C
-                    ln = T.if_then_else(j >= 0 and j < T.ceildiv(eos - bos, C), T.min(C, eos - t0), 0)
+                    t0, ln = slot_search(cu_seqlens, slot)
                     slot_b[tx] = 0
                     slot_t0[tx] = t0
-                    slot_len[tx] = T.if_then_else(slot < NC, ln, 0)
+                    slot_len[tx] = ln
                 else:
                     ncs = T.ceildiv(Tn, C)
                     slot_b[tx] = slot // ncs
