@@ -164,7 +164,11 @@ SWEEP = [dict(block_v=32, min_blocks=mb) for mb in (5, 6, 8)] + [
 SWEEP_SMALL_N = [dict(block_v=bv, min_blocks=mb, token_axis=False) for bv, mb in ((32, 8), (16, 8), (16, 12), (8, 12))]
 
 
-def sweep(variants=None, Ns=(1, 64, 1024)):
+# fp32 pools: the value-block width of both released forms (session 12), at every N of bench/decode.py
+SWEEP_F32 = [dict(block_v=bv, min_blocks=8, token_axis=ta) for ta in (False, True) for bv in (32, 16)]
+
+
+def sweep(variants=None, Ns=(1, 64, 1024), states=("bfloat16", "float32")):
     """Each variant: 8 steps against the reference at N = 64 (and the one-token form), then
     do_bench medians at Ns (H32, P = 2N) against a copy of the state bytes."""
     from triton.testing import do_bench
@@ -174,7 +178,7 @@ def sweep(variants=None, Ns=(1, 64, 1024)):
     one = torch.zeros(1, device="cuda")
     floor = do_bench(lambda: one.fill_(1.0), warmup=25, rep=200, return_mode="median") * 1e3
     print(f"launch floor {floor:.2f} us", flush=True)
-    for sd in ("bfloat16", "float32"):
+    for sd in states:
         for i, var in enumerate(variants):
             cfg = DecodeConfig(state_dtype=sd, **var)
             t0 = time.perf_counter()
@@ -215,12 +219,16 @@ def sweep(variants=None, Ns=(1, 64, 1024)):
 
 
 def ncu():
-    """One launch of each released decode configuration's one-token build at N = 1024, H32, for
-    `ncu -k regex:kda_decode` (the device_round.sh `decode_api` mode)."""
+    """One launch of each released decode configuration's one-token build at N = NCU_N (default
+    1024), H32, for `ncu -k regex:kda_decode` (the device_round.sh `decode_api` mode); at N = 1 also
+    one one-element fill_, do_bench's launch floor."""
+    from kda_kernels.registry import decode_block_v
     H = HV = 32
-    N = 1024
+    N = int(os.environ.get("NCU_N", "1024"))
+    if N == 1:
+        torch.zeros(1, device="cuda").fill_(1.0)
     for sd in ("bfloat16", "float32"):
-        cfg = DecodeConfig(state_dtype=sd, token_axis=False)
+        cfg = DecodeConfig(state_dtype=sd, token_axis=False, block_v=decode_block_v(sd, False))
         kern = compiled(cfg)
         gen = torch.Generator(device="cuda").manual_seed(0)
         x = {n: t.squeeze(1) for n, t in inputs(N, 1, H, HV, gen).items()}
@@ -237,5 +245,6 @@ if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "smoke"
     out = Path(os.environ.get("OUT", "/tmp"))
     rows = {"smoke": lambda: correctness(smoke=True), "correctness": correctness, "timing": timing, "sweep": sweep, "ncu": ncu,
-            "sweep_small_n": lambda: sweep(SWEEP_SMALL_N, (1, 8, 64))}[what]()
+            "sweep_small_n": lambda: sweep(SWEEP_SMALL_N, (1, 8, 64)),
+            "sweep_f32": lambda: sweep(SWEEP_F32, (1, 8, 64, 256, 1024), ("float32",))}[what]()
     (out / f"decode_{what}.json").write_text(json.dumps(rows, indent=1))

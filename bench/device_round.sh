@@ -33,6 +33,11 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round10 # build, stage times, GPU matrix with the split (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round10b # the split through kda_prefill, then its stages (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round11a # K1 hole skipping, K2 loading warp, JIT (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh holes    # K1 hole programs returning first vs released, JIT (~4 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round12a # build, host GPU tests, stage and host times (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round12b # decode GPU tests, bench, fp32 block widths (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round12c # decode bv16 via the API, ncu at N = 1, integration (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round12d # build, stage times, GPU matrix (~6 min)
 #   PEERS_ONLY="H96 1x8192,H64 1x8192" bash bench/device_round.sh peers  # bench_peers.py on some shapes
 #   (round6a..round6d: session 6's first two rounds, each in two calls on one warm machine; session 8's
 #   round8a-c ran the WY experiments through bench/k2w_round.py, since folded into k2_round.py)
@@ -278,6 +283,51 @@ case "$mode" in
       --section LaunchStats --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
       python bench/k2_round.py ncu ${K2_NCU:-1,3,2} \
       > "$OUT/k2_ncu.csv" 2> "$OUT/k2_ncu.err"; tail -2 "$OUT/k2_ncu.err"; wc -l < "$OUT/k2_ncu.csv" ;;
+  holes)
+    # K1 with hole programs returning first (K1Config.skip_holes, session 12, not yet measured)
+    # against the released K1, through TileLang's JIT, at k1_round's shapes (many-sequence ones included)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 300 python bench/k1_round.py 1,64,12 1,64,12,holes > "$OUT/k1_round.log" 2>&1
+    grep -v -E '^\{|INFO|^compiled' "$OUT/k1_round.log" | tail -8 ;;
+  round12a)
+    # session 12: graph nodes' parameters rewritten only when they change, less Python before the
+    # entry (issue 11's out= row): build, host GPU tests, stage times, host overhead (both launch forms)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 200 python -m pytest -m gpu -q -p no:cacheprovider tests/test_host_codegen_gpu.py > "$OUT/pytest_host_gpu.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_host_gpu.log" | tail -8
+    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v -E '^\{|warn' "$OUT/stage_times.log" | tail -8
+    timeout 240 python bench/host_overhead.py --iters 3000 > "$OUT/host.log" 2>&1
+    grep -v -E '^\{|nanobind|leaked' "$OUT/host.log" | tail -45 ;;
+  round12b)
+    # session 12: decode through the API (GPU tests, bench/decode.py: host time per call), then fp32
+    # value-block widths 32 and 16 through TileLang's JIT at N = 1..1024
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED|NOT VERIFIED" | tail -3
+    timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
+    tail -3 "$OUT/decode_gpu_tests.log"
+    timeout 170 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
+    grep -v '^{' "$OUT/decode_bench.log" | tail -14
+    timeout 150 python bench/decode_round.py sweep_f32 > "$OUT/decode_sweep_f32.log" 2>&1
+    grep -v -E '^\{|INFO' "$OUT/decode_sweep_f32.log" | tail -6 ;;
+  round12c)
+    # session 12: the fp32 one-token decode at bv16 through the API (decode GPU tests, bench/decode.py),
+    # ncu of one launch at N = 1 beside a one-element fill_ (issue 12's 2x floor), then the custom op /
+    # compile / graph / fla integration tests after api's positional path
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 120 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
+    tail -2 "$OUT/decode_gpu_tests.log"
+    timeout 170 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
+    grep -v '^{' "$OUT/decode_bench.log" | tail -13
+    NCU_N=1 timeout 90 ncu --clock-control none -k 'regex:kda_decode|elementwise' --csv --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+      python bench/decode_round.py ncu > "$OUT/decode_ncu_n1.csv" 2> "$OUT/decode_ncu_n1.err"
+    tail -1 "$OUT/decode_ncu_n1.err"; grep -E '"Duration"|Warp Cycles Per Issued' "$OUT/decode_ncu_n1.csv" | cut -c1-200 | tail -8
+    timeout 220 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py tests/test_custom_op.py \
+      > "$OUT/pytest_integration.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_integration.log" | tail -8 ;;
+  round12d)
+    # session 12: build, stage times, the whole GPU matrix through kda_prefill's positional path
+    release_check 330 ;;
   round11a)
     # session 11: K1 and K2 through TileLang's JIT at the many-sequence shapes. It first ran with two
     # variants since removed (K1 skipping hole programs, "1,64,12" against "1,64,12,p=holes"; K2 with a

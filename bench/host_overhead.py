@@ -44,10 +44,11 @@ TARGET_CALL_US = 5.0
 TARGET_VALIDATE_US = 1.0
 PHASES = ["validate", "stream+context", "workspace", "outputs", "K1 descriptors+args", "K2 descriptors+args"]
 LAUNCH_PHASES = {"kernels": ["K1 cuLaunchKernel", "K2 cuLaunchKernel"],
-                 "graph": ["2 node updates + cuGraphLaunch"]}
+                 "graph": ["node updates (where changed) + cuGraphLaunch"]}
 # entry flags (host_codegen.gen_cpp): 8 return o alone, 16 phase timestamps, 32 skip launches,
 # 64 fresh workspace, 128 one graph launch
 O_ALONE, PROFILE, NO_LAUNCH, FRESH_WS, GRAPH = 8, 16, 32, 64, 128
+REWRITE = 1024   # rewrite the graph nodes' parameters at every call (before session 12: always)
 MODES = {"kernels": 0, "graph": GRAPH}
 # the call modes of the kda_prefill rows the targets take the fastest of
 CALL_MODES = ("kernels launch", "graph launch", "graph launch, inference_mode")
@@ -195,10 +196,23 @@ def measure_all(rec: Recorder):
         for mode in MODES:
             set_launch_mode(mode)
             rec.time(f"kda_tile.kda_prefill(out=, final_state_out=) ({mode} launch)", cname, prefill_out)
-        set_launch_mode("graph")
-        with torch.inference_mode():   # how serving engines call a forward
-            rec.time("kda_tile.kda_prefill (graph launch, inference_mode)", cname, prefill)
-            rec.time("kda_tile.kda_prefill(out=, final_state_out=) (graph launch, inference_mode)", cname, prefill_out)
+        o_alt = [o_out, torch.empty_like(o_out)]
+        flip = [0]
+
+        def prefill_out_alternating(d=d, ht=ht, fs_out=fs_out):
+            flip[0] ^= 1
+            return kda_prefill(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"], dt_bias=d["dt_bias"],
+                               lower_bound=-5.0, initial_state=d["initial_state"], output_final_state=ht,
+                               cu_seqlens=d["cu_seqlens"], out=o_alt[flip[0]], final_state_out=fs_out)
+        for mode in ("graph-rewrite", "graph"):
+            set_launch_mode(mode)
+            with torch.inference_mode():   # how serving engines call a forward
+                rec.time(f"kda_tile.kda_prefill ({mode} launch, inference_mode)", cname, prefill)
+                rec.time(f"kda_tile.kda_prefill(out=, final_state_out=) ({mode} launch, inference_mode)", cname,
+                         prefill_out)
+                # a new out every call: the graph's node parameters change every time
+                rec.time(f"kda_tile.kda_prefill(out= two buffers alternating) ({mode} launch, inference_mode)",
+                         cname, prefill_out_alternating)
         side = torch.cuda.Stream()
         with torch.cuda.stream(side):
             for mode in MODES:
