@@ -15,6 +15,7 @@ released K1's on the timing shapes. Then K1 time (triton do_bench median) at H96
 One JSON row per variant and shape, a table last.
 """
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -186,6 +187,9 @@ def main():
             ncu(spec)
         return
     specs = sys.argv[1:] or DEFAULT
+    # K1_SHAPES="label;label": only those of SHAPES (a short device call)
+    only = [x for x in os.environ.get("K1_SHAPES", "").split(";") if x]
+    shapes = [s for s in SHAPES if not only or s[0] in only]
     if specs[0] != RELEASED:
         specs = [RELEASED] + specs
     prewarm([k1_config(s, v) for s in specs for v in (False, True)] + [K2Config(varlen=v) for v in (False, True)])
@@ -199,7 +203,7 @@ def main():
             print(json.dumps(dict(variant=spec, error=f"{type(e).__name__}: {str(e)[-300:]}")), flush=True)
             continue
         row = dict(variant=spec, err_o=err, ok=err <= 5e-3, check_s=round(time.perf_counter() - t0, 1))
-        for label, B, T, H, lens in SHAPES:
+        for label, B, T, H, lens in shapes:
             d = inputs(B, T, H, lens, seed=7)
             go, ws = run_k1(spec, d)
             go()
@@ -214,11 +218,11 @@ def main():
             del ws, d
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print(f"{'variant':28s} {'err_o':>8s} " + " ".join(f"{s[0]:>16s}" for s in SHAPES))
+    print(f"{'variant':28s} {'err_o':>8s} " + " ".join(f"{s[0]:>16s}" for s in shapes))
     for r in rows:
         print(f"{r['variant']:28s} {r['err_o']:8.1e} " + " ".join(
-            f"{r[s[0] + ' ms']:7.3f} ({(r['diff ' + s[0]] or 0):5.0e})" for s in SHAPES))
-    print("floors (ms at 4.27 TB/s): " + " ".join(f"{s[0]} {rows[0][s[0] + ' floor ms']:.3f}" for s in SHAPES)
+            f"{r[s[0] + ' ms']:7.3f} ({(r['diff ' + s[0]] or 0):5.0e})" for s in shapes))
+    print("floors (ms at 4.27 TB/s): " + " ".join(f"{s[0]} {rows[0][s[0] + ' floor ms']:.3f}" for s in shapes)
           if rows else "no rows")
 
 
