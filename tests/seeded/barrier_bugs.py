@@ -92,6 +92,33 @@ def uniform_return():
     return uniform_return
 
 
+def global_neighbour():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def global_neighbour(A: T.Tensor((N, NT), "float32"), B: T.Tensor((N, NT), "float32"),
+                         C: T.Tensor((N, NT), "float32")):
+        with T.Kernel(N, threads=NT) as bx:
+            tx = T.get_thread_binding()
+            B[bx, tx] = A[bx, tx] * 2.0
+            C[bx, tx] = B[bx, (tx + 1) % NT]              # a neighbour's global write, unsynchronized
+    return global_neighbour
+
+
+def global_synced():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def global_synced(A: T.Tensor((N, NT), "float32"), B: T.Tensor((N, NT), "float32"),
+                      C: T.Tensor((N, NT), "float32")):
+        with T.Kernel(N, threads=NT) as bx:
+            tx = T.get_thread_binding()
+            B[bx, tx] = A[bx, tx] * 2.0
+            T.sync_threads()                              # orders the block's global accesses too
+            C[bx, tx] = B[bx, (tx + 1) % NT]
+    return global_synced
+
+
 def named_count():
     @T.prim_func
     def named_count(A: T.Tensor((NT,), "float32"), B: T.Tensor((NT,), "float32")):
@@ -226,17 +253,19 @@ def mbar_loop_parity():
 
 
 KERNELS = {f.__name__: f for f in (missing_sync, synced, divergent_sync, uniform_sync, divergent_return,
-                                   uniform_return, named_count, named_ok,
+                                   uniform_return, global_neighbour, global_synced, named_count, named_ok,
                                    loop_war, loop_synced, mbar_ok, mbar_count, mbar_half_arrive,
                                    mbar_parity, mbar_loop_ok, mbar_loop_parity)}
 PASS_CONFIGS = {name: MANUAL for name in KERNELS}
-PRECONDITIONS = {"uniform_sync": ["N >= 1"], "divergent_return": ["N1 >= 2", "T >= 1"],
+PRECONDITIONS = {"uniform_sync": ["N >= 1"], "divergent_return": ["N1 >= 2", "T >= 1"], "global_neighbour": ["N >= 1"], "global_synced": ["N >= 1"],
                  "uniform_return": ["N1 >= 2", "T >= 1"]}
 EXPECT = {"missing_sync": "barriers.race", "synced": None, "divergent_sync": "barriers.divergence", "uniform_sync": None,
           "divergent_return": "barriers.divergence", "uniform_return": None,
+          "global_neighbour": "barriers.race", "global_synced": None,
           "named_count": "barriers.named_count", "named_ok": None, "loop_war": "barriers.race", "loop_synced": None,
           "mbar_ok": None, "mbar_count": "barriers.mbarrier_phase", "mbar_half_arrive": "barriers.mbarrier_phase",
           "mbar_parity": "barriers.race", "mbar_loop_ok": None, "mbar_loop_parity": "barriers.parity"}
-TWIN = {"missing_sync": "synced", "divergent_sync": "uniform_sync", "divergent_return": "uniform_return", "named_count": "named_ok",
+TWIN = {"missing_sync": "synced", "divergent_sync": "uniform_sync", "divergent_return": "uniform_return",
+        "global_neighbour": "global_synced", "named_count": "named_ok",
         "loop_war": "loop_synced", "mbar_count": "mbar_ok", "mbar_half_arrive": "mbar_ok", "mbar_parity": "mbar_ok",
         "mbar_loop_parity": "mbar_loop_ok"}

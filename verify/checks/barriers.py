@@ -562,6 +562,23 @@ def _shared_accesses(k):
     return [s for s in k.sites if s.kind == "access" and s.shared]
 
 
+def _race_accesses(k):
+    """The accesses two threads of one block may race on: every shared one, and the global ones
+    (plain, vector or a cp.async source) of buffers some thread writes with plain stores."""
+    def plain_global(s):
+        return s.kind == "access" and s.buf is not None and s.buf.scope == "global" and not s.async_proxy \
+            and not s.extra.get("atomic")
+    written = {s.buf.name for s in k.sites if plain_global(s) and s.write}
+    return _shared_accesses(k) + [s for s in k.sites if plain_global(s) and s.buf.name in written]
+
+
+def _same_memory(x, y):
+    """Two accesses into one allocation: a shared region, or one global buffer."""
+    if x.buf.scope == "global" or y.buf.scope == "global":
+        return x.buf.scope == y.buf.scope and x.buf.name == y.buf.name
+    return x.buf.region == y.buf.region
+
+
 def _static_extent(s):
     b = s.buf
     sz = simplify_int(b.size) if b.size is not None else None
@@ -1039,14 +1056,14 @@ def _race(st):
     k, ctx = st.k, st.ctx
     st.incomplete = _unmodelled_orderings(st)
     findings = []
-    acc = _shared_accesses(k)
+    acc = _race_accesses(k)
     asyncs = {}
     for s in acc:
-        # a TMA load completes on its mbarrier; a wgmma, TMA store or cp.async counts as
-        # done at its issue point only when its completion wait follows before any barrier
+        # a TMA load completes on its mbarrier; a wgmma, TMA store or cp.async (either side)
+        # counts as done at its issue point only when its completion wait follows before any barrier
         if s.op == "tma_load":
             asyncs[s.id] = True
-        elif s.async_proxy:
+        elif s.async_proxy or s.op == "cp_async":
             asyncs[s.id] = not _completes_locally(k, s)
         else:
             asyncs[s.id] = False
@@ -1059,7 +1076,7 @@ def _race(st):
                 continue
             if x.extra.get("atomic") and y.extra.get("atomic"):
                 continue  # atomic read-modify-writes do not race with each other
-            if x.buf.region != y.buf.region:
+            if not _same_memory(x, y):
                 continue
             ex, ey = _static_extent(x), _static_extent(y)
             if ex and ey and not (ex[0] < ey[1] and ey[0] < ex[1]):
@@ -1091,6 +1108,8 @@ def _race(st):
             ov = any_overlap(k, x, y, *abs_range(x), *abs_range(y), distinct_threads=not ax and not ay)
             if ov is False:
                 continue
+            if x.buf.scope == "global" and _thread_digits_disjoint(st, x, y, extra):
+                continue
             order = [z3.Not(_direct_order(st, x, "1", y, "2", ax, ay)),
                      z3.Not(_direct_order(st, y, "2", x, "1", ay, ax))]
             fs = ctx.base([(x, "1"), (y, "2")], relaxed=True) + extra + order
@@ -1118,7 +1137,33 @@ def _race(st):
                 findings.append(f)
             elif res == "unknown":
                 findings.append(unknown("barriers.race", f"solver could not decide ({m})", x, k))
-    return findings, f"{len(acc)} shared accesses, {pairs} pairs, {queried} solver queries"
+    n_glob = sum(1 for s in acc if s.buf.scope == "global")
+    return findings, (f"{len(acc) - n_glob} shared and {n_glob} global accesses, {pairs} pairs, "
+                      f"{queried} solver queries")
+
+
+def _thread_digits_disjoint(st, x, y, extra):
+    """Two executions (`extra`: of different threads, or iterations) of global accesses x, y
+    in one block touch no common byte, decided on the offsets' digits (_digits): higher digits
+    equal and lowest digits overlapping is a linear question where the offsets were products of
+    sizes. False when the offsets do not decompose alike or the question stays open."""
+    k, ctx = st.k, st.ctx
+    parts = []
+    for s in (x, y):
+        off, n = _byte_range(s)
+        d = _digits(k, ctx, s, off, n)
+        if d is None:
+            return False
+        parts.append((d, n))
+    ((r1, d1), n1), ((r2, d2), n2) = parts
+    if r1 != r2 or len(d1) != len(d2):
+        return False
+    a = [ctx.instance(t, "1") for t in d1]
+    b = [ctx.instance(t, "2") for t in d2]
+    w1, w2 = ctx.instance(n1, "1"), ctx.instance(n2, "2")
+    fs = ctx.base([(x, "1"), (y, "2")], relaxed=True) + extra
+    res, _ = ctx.solve(fs + [a[0] < b[0] + w2, b[0] < a[0] + w1] + [p == q for p, q in zip(a[1:], b[1:])])
+    return res == "unsat"
 
 
 def _not_definite(st, x, y):
