@@ -1144,25 +1144,13 @@ def _race(st):
 
 def _thread_digits_disjoint(st, x, y, extra):
     """Two executions (`extra`: of different threads, or iterations) of global accesses x, y
-    in one block touch no common byte, decided on the offsets' digits (_digits): higher digits
-    equal and lowest digits overlapping is a linear question where the offsets were products of
-    sizes. False when the offsets do not decompose alike or the question stays open."""
+    in one block touch no common byte, decided in digit form (_digit_overlap). False when the
+    offsets do not decompose alike or the question stays open."""
     k, ctx = st.k, st.ctx
-    parts = []
-    for s in (x, y):
-        off, n = _byte_range(s)
-        d = _digits(k, ctx, s, off, n)
-        if d is None:
-            return False
-        parts.append((d, n))
-    ((r1, d1), n1), ((r2, d2), n2) = parts
-    if r1 != r2 or len(d1) != len(d2):
+    overlap = _digit_overlap(k, ctx, x, y, ctx.instance)
+    if overlap is None:
         return False
-    a = [ctx.instance(t, "1") for t in d1]
-    b = [ctx.instance(t, "2") for t in d2]
-    w1, w2 = ctx.instance(n1, "1"), ctx.instance(n2, "2")
-    fs = ctx.base([(x, "1"), (y, "2")], relaxed=True) + extra
-    res, _ = ctx.solve(fs + [a[0] < b[0] + w2, b[0] < a[0] + w1] + [p == q for p, q in zip(a[1:], b[1:])])
+    res, _ = ctx.solve(ctx.base([(x, "1"), (y, "2")], relaxed=True) + extra + overlap)
     return res == "unsat"
 
 
@@ -1363,27 +1351,37 @@ def _two_block_facts(k, ctx, x, y, relaxed):
     return out
 
 
-def _two_level(k, ctx, x, y, relaxed=True):
-    """The overlap query of two global accesses (a write, and a write or a read) by different
-    blocks in digit form (_digits), or None when the offsets do not decompose alike. `relaxed`
-    drops the nonlinear loop bounds and guards (more executions: still sound)."""
-    parts = {}
-    for tag, s in (("1", x), ("2", y)):
+def _digit_overlap(k, ctx, x, y, instance):
+    """Accesses x (instance "1") and y (instance "2") touch a common byte, in digit form
+    (_digits): higher digits equal and lowest digits overlapping, a linear question where the
+    offsets were products of sizes. None when the offsets do not decompose alike.
+    `instance(term, tag)` renames the symbols that differ between the two executions."""
+    parts = []
+    for s in (x, y):
         off, n = _byte_range(s)
         d = _digits(k, ctx, s, off, n)
         if d is None:
             return None
-        parts[tag] = (d, n)
-    (r1, d1), n1 = parts["1"]
-    (r2, d2), n2 = parts["2"]
+        parts.append((d, n))
+    ((r1, d1), n1), ((r2, d2), n2) = parts
     if r1 != r2 or len(d1) != len(d2):
+        return None
+    a = [instance(t, "1") for t in d1]
+    b = [instance(t, "2") for t in d2]
+    w1, w2 = instance(n1, "1"), instance(n2, "2")
+    return [a[0] < b[0] + w2, b[0] < a[0] + w1] + [p == q for p, q in zip(a[1:], b[1:])]
+
+
+def _two_level(k, ctx, x, y, relaxed=True):
+    """The overlap query of two global accesses (a write, and a write or a read) by different
+    blocks in digit form (_digits), or None when the offsets do not decompose alike. `relaxed`
+    drops the nonlinear loop bounds and guards (more executions: still sound)."""
+    overlap = _digit_overlap(k, ctx, x, y, lambda t, tag: ctx.instance(t, tag, BLOCKS))
+    if overlap is None:
         return None
     out = _two_block_facts(k, ctx, x, y, relaxed)
     differ = z3.Or([ctx.instance(sym, "1", BLOCKS) != ctx.instance(sym, "2", BLOCKS) for sym, _ in k.blocks.values()])
-    a = [ctx.instance(t, "1", BLOCKS) for t in d1]
-    b = [ctx.instance(t, "2", BLOCKS) for t in d2]
-    w1, w2 = ctx.instance(n1, "1", BLOCKS), ctx.instance(n2, "2", BLOCKS)
-    return out + [differ, a[0] < b[0] + w2, b[0] < a[0] + w1] + [p == q for p, q in zip(a[1:], b[1:])]
+    return out + [differ] + overlap
 
 
 def _block_disjoint(k, ctx, s):
