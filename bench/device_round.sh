@@ -53,6 +53,14 @@ release_check() {
     > "$OUT/pytest_gpu.log" 2>&1
   grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -12
 }
+# kda_decode through the generated host entry: build, the decode GPU tests, bench/decode.py
+decode_check() {
+  timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tee "$OUT/build.log" | tail -3
+  timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
+  tail -3 "$OUT/decode_gpu_tests.log"
+  timeout 170 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
+  grep -v '^{' "$OUT/decode_bench.log" | tail -14
+}
 export TL_LOG_LEVEL=WARNING
 if [ "$mode" = tests ] || [ "$mode" = smoke ]; then
   nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu --format=csv | tee "$OUT/gpu.txt"
@@ -123,11 +131,7 @@ case "$mode" in
   final6)
     # session 6, last round: decode with token 0's inputs staged before the pool row (N = 1
     # latency): build, GPU tests, bench/decode.py; then the K1/K2 host rows (stage_times)
-    timeout 200 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-    timeout 100 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
-    tail -2 "$OUT/decode_gpu_tests.log"
-    timeout 150 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
-    grep -v '^{' "$OUT/decode_bench.log" | tail -13 ;;
+    decode_check ;;
   decode_api)
     # session 6, round 3: the rewritten decode kernel (and its one-token builds) through the API:
     # build, GPU tests, bench/decode.py, then ncu counters of one launch per pool dtype
@@ -175,11 +179,7 @@ case "$mode" in
     tail -8 "$OUT/bench.log" ;;
   decode)
     # kda_tile.kda_decode (issue 12): build (kernels + entries), the decode GPU tests, then bench/decode.py
-    timeout 150 python -m kda_tile build --jobs 12 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tee "$OUT/build.log"
-    timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
-    tail -15 "$OUT/decode_gpu_tests.log"
-    timeout 170 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
-    grep -v '^{' "$OUT/decode_bench.log" | tail -18 ;;
+    decode_check ;;
   decode_round)
     timeout 120 python bench/decode_round.py smoke > "$OUT/decode_smoke.log" 2>&1; grep -E "correctness|Error" "$OUT/decode_smoke.log" | tail -5
     if grep -q "correctness: .* 0 bad" "$OUT/decode_smoke.log"; then
@@ -302,22 +302,14 @@ case "$mode" in
   round12b)
     # session 12: decode through the API (GPU tests, bench/decode.py: host time per call), then fp32
     # value-block widths 32 and 16 through TileLang's JIT at N = 1..1024
-    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "FAILED|NOT VERIFIED" | tail -3
-    timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
-    tail -3 "$OUT/decode_gpu_tests.log"
-    timeout 170 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
-    grep -v '^{' "$OUT/decode_bench.log" | tail -14
+    decode_check
     timeout 150 python bench/decode_round.py sweep_f32 > "$OUT/decode_sweep_f32.log" 2>&1
     grep -v -E '^\{|INFO' "$OUT/decode_sweep_f32.log" | tail -6 ;;
   round12c)
     # session 12: the fp32 one-token decode at bv16 through the API (decode GPU tests, bench/decode.py),
     # ncu of one launch at N = 1 beside a one-element fill_ (issue 12's 2x floor), then the custom op /
     # compile / graph / fla integration tests after api's positional path
-    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-    timeout 120 python -m pytest -m gpu -q -p no:cacheprovider tests/test_decode_gpu.py > "$OUT/decode_gpu_tests.log" 2>&1
-    tail -2 "$OUT/decode_gpu_tests.log"
-    timeout 170 python bench/decode.py --out "$OUT" > "$OUT/decode_bench.log" 2>&1
-    grep -v '^{' "$OUT/decode_bench.log" | tail -13
+    decode_check
     NCU_N=1 timeout 90 ncu --clock-control none -k 'regex:kda_decode|elementwise' --csv --section SpeedOfLight \
       --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
       python bench/decode_round.py ncu > "$OUT/decode_ncu_n1.csv" 2> "$OUT/decode_ncu_n1.err"
