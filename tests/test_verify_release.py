@@ -98,20 +98,17 @@ def test_k1_without_barrier_rejected(lowered):
 
 
 def test_k1_skip_holes_returns_block_uniformly():
-    """K1Config.skip_holes (unreleased): one early return, which barriers.divergence checks is
+    """The varlen K1 (K1Config.skip_holes): one early return, which barriers.divergence checks is
     taken by whole blocks (every thread runs the slot search on read-only cu_seqlens)."""
-    from kda_kernels.configs import K1Config
     from tvm.tirx.stmt_functor import post_order_visit
-    b = registry.Build("k1", K1Config(varlen=True, skip_holes=True))
+    b = registry.find("k1", varlen=True, fast_math=False)
+    assert b.config.skip_holes
     low = lower(b.prim_func(), registry.pass_configs(b), b.name)
     rets = []
     post_order_visit(low.device_func.body, lambda n: rets.append(n) if isinstance(n, tirx.Call)
                      and op_name(n) == "tirx.thread_return" else None)
     assert len(rets) == 1
-    cfg = b.config
-    job = dataclasses.replace(_registry_job(registry.find("k1", varlen=True, fast_math=False).name),
-                              name=b.name, factory=b.prim_func, config=b.config_dict(), only=("barriers",),
-                              preconditions=list(cfg.preconditions()))
+    job = dataclasses.replace(_registry_job(b.name), only=("barriers",))
     r = _verify(job, low)
     div = next(c for c in r.checks if c.name == "barriers.divergence")
     assert div.status == PROVED and "1 early return" in div.detail, (div.status, div.detail)
