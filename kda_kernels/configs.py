@@ -73,13 +73,14 @@ class K1Config:
     varlen: bool = False
     fast_math: bool = False
     head_dim: int = 128
-    # One chunk a program, 64 threads (one column pair each), 12 programs an SM (80 registers a
-    # thread, 32 bytes of spill): 0.523 ms at H96 1x8192 against 0.539 at 10 programs, 0.569 for 2
-    # chunks of 128 threads at 5 and 0.559-0.609 for the other layouts measured (bench/NOTES.md,
-    # session 9).
+    # One chunk a program, 64 threads (one column pair each): before the Mqk split, 0.523 ms at H96
+    # 1x8192 at 12 programs an SM against 0.539 at 10, 0.569 for 2 chunks of 128 threads at 5 and
+    # 0.559-0.609 for the other layouts measured (bench/NOTES.md, session 9).
     chunks_per_cta: int = 1
     threads: int = 64
-    min_blocks: int = 12  # programs per SM the register budget must allow; 0: no bound
+    # programs per SM the register budget must allow (0: no bound); with mqk_split "qk" the shared
+    # memory (20.7 KB a program, 16.6 KB without) allows 10
+    min_blocks: int = 12
     # flush-to-zero MUFU forms in the accurate build too (ex2.approx.ftz, rcp.approx.ftz): the same
     # values in K1's ranges (|G| <= 115.4 under lower_bound >= -5; bit-identical workspace on the
     # H200) and 22% fewer instructions: 0.645 -> 0.560 ms at H96 1x8192 (bench/NOTES.md, session 8)
@@ -92,10 +93,16 @@ class K1Config:
     mat_dtype: str = "float16"  # Mqk, and Ab in shared memory
     # Worst shared-memory bank-conflict degree `verify` accepts for this kernel.
     bank_conflict_budget: int = 8
+    # Mqk = qd ki^T from operands split into bf16 hi + lo parts (ki = k 2^-G needs bf16's range):
+    # "" one bf16 product; "k" adds qh kil^T; "qk" adds ql kih^T too. The bf16 rounding of qd and ki
+    # is most of o's error (2.9e-3 -> 1.7e-3 with "qk" in a float64 emulation of the kernels'
+    # roundings, 2.35e-3 with "k"; bench/NOTES.md, session 13). With a split, Wk = Ab kd takes bf16
+    # operands (kd from the L product's tile; no effect on the error) so kd's fp16 copy goes.
+    mqk_split: str = ""
     # Varlen, one chunk a program: a program whose slot holds no chunk (up to one a sequence: half
     # the slots at 16-token sequences) returns before any work. Every thread runs the slot search
-    # (read-only cu_seqlens, so the return is block-uniform). Not yet measured on the H200
-    # (bench/NOTES.md, session 12); session 11's form, the body under an `if`, cost 9% elsewhere.
+    # (read-only cu_seqlens, so the return is block-uniform). Released for varlen (registry);
+    # session 11's form, the body under an `if`, cost 9% elsewhere.
     skip_holes: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
@@ -106,6 +113,7 @@ class K1Config:
     def name(self) -> str:
         return ("k1_prepare_" + ("varlen" if self.varlen else "fixed") + ("_fast" if self.fast_math else "")
                 + ("_skipholes" if self.skip_holes else "")
+                + (f"_mqk{self.mqk_split}" if self.mqk_split else "")
                 + (f"_probe_{self.probe.replace('+', '_')}" if self.probe else ""))
 
     def pass_configs(self) -> dict:

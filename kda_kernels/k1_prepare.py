@@ -46,6 +46,8 @@ def build_k1(cfg: K1Config):
     accum = "float32"
     skip = set(cfg.probe.split("+")) - {""}
     assert not cfg.skip_holes or (cfg.varlen and CPB == 1), "skip_holes: varlen, one chunk a program"
+    assert cfg.mqk_split in ("", "k", "qk"), cfg.mqk_split
+    split_k, split_q = cfg.mqk_split != "", cfg.mqk_split == "qk"
 
     def sigm(x, fast):
         if cfg.ftz and not fast:
@@ -63,16 +65,16 @@ def build_k1(cfg: K1Config):
     N1 = T.dynamic("N1")
 
     @T.macro
-    def ab_product(Ab_s, x_s, acc, out, slot_len, bc, hv):
-        """out = Ab x for this program's chunks, staged in x_s (free after the product) so that
-        the global stores are 16-byte rows."""
+    def ab_product(Ab_s, x_s, st_s, acc, out, slot_len, bc, hv):
+        """out = Ab x for this program's chunks, staged in st_s (x_s itself where x_s is free after
+        the product) so that the global stores are 16-byte rows."""
         T.gemm(Ab_s, x_s, acc, clear_accum=True)
         for r, e in T.Parallel(R, K):
-            x_s[r, e] = T.Cast(cfg.ws_dtype, acc[r, e])
+            st_s[r, e] = T.Cast(cfg.ws_dtype, acc[r, e])
         for r, e in T.Parallel(R, K):
             c = r // C
             if slot_len[c] > 0 and bc * CPB + c < NC:
-                out[hv, (bc * CPB + c) * C + r % C, e] = x_s[r, e]
+                out[hv, (bc * CPB + c) * C + r % C, e] = st_s[r, e]
 
     @T.macro
     def slot_search(cu_seqlens, slot):
@@ -114,8 +116,15 @@ def build_k1(cfg: K1Config):
 
             q_s = T.alloc_shared((R, K), cfg.in_dtype)
             k_s = T.alloc_shared((R, K), cfg.in_dtype)
-            # kd in fp16, the operand of the Wk product
-            kdh_s = T.alloc_shared((R, K), cfg.ws_dtype)
+            if split_k:
+                # the bf16 residuals of ki (and of qd) for Mqk; Wk = Ab kd from k_s, staged in wk_s
+                kil_s = T.alloc_shared((R, K), cfg.in_dtype)
+                ql_s = T.alloc_shared((R, K), cfg.in_dtype) if split_q else None
+                wk_s = T.alloc_shared((R, K), cfg.ws_dtype)
+                Abb_s = T.alloc_shared((R, R), cfg.in_dtype)
+            else:
+                # kd in fp16, the operand of the Wk product
+                kdh_s = T.alloc_shared((R, K), cfg.ws_dtype)
             beta_s = T.alloc_shared((R,), accum)
             rq_s = T.alloc_shared((R,), accum)
             rk_s = T.alloc_shared((R,), accum)
@@ -272,8 +281,9 @@ def build_k1(cfg: K1Config):
                         qn[e] = T.Cast(accum, qraw[i, e]) * rq_s[c * C + i]
                         ep[e] = pow2(gcol[i, e], fast)
                         ki[e] = kn[e] * pow2(-gcol[i, e], fast)
-                    for e in T.vectorized(2):
-                        kdh_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, kn[e] * ep[e])
+                    if not split_k:
+                        for e in T.vectorized(2):
+                            kdh_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, kn[e] * ep[e])
                     if live:
                         row = (bc * CPB + c) * C + i
                         for e in T.vectorized(2):
@@ -283,6 +293,14 @@ def build_k1(cfg: K1Config):
                             kr[hv, row, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
                     for e in T.vectorized(2):
                         ki_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, ki[e])
+                    if split_k:
+                        for e in T.vectorized(2):
+                            kil_s[c * C + i, d2 * 2 + e] = T.Cast(
+                                cfg.in_dtype, ki[e] - T.Cast(accum, T.Cast(cfg.in_dtype, ki[e])))
+                    if split_q:
+                        for e in T.vectorized(2):
+                            ql_s[c * C + i, d2 * 2 + e] = T.Cast(
+                                cfg.in_dtype, qn[e] * ep[e] - T.Cast(accum, T.Cast(cfg.in_dtype, qn[e] * ep[e])))
                     for e in T.vectorized(2):
                         k_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, kn[e] * ep[e])
                     for e in T.vectorized(2):
@@ -294,6 +312,10 @@ def build_k1(cfg: K1Config):
             if "lm" not in skip:
                 T.gemm(k_s, ki_s, Lf, transpose_B=True, clear_accum=True)
                 T.gemm(q_s, ki_s, Mf, transpose_B=True, clear_accum=True)
+                if split_k:
+                    T.gemm(q_s, kil_s, Mf, transpose_B=True)
+                if split_q:
+                    T.gemm(ql_s, ki_s, Mf, transpose_B=True)
 
             # v by cp.async into the space q_s and k_s held, as raw bf16 bits in v_s (converted to
             # fp16 in place before the U0 product), in flight behind the L and M extraction, the
@@ -321,6 +343,8 @@ def build_k1(cfg: K1Config):
             for r, j in T.Parallel(R, R):
                 if r // C != j // C:
                     Ab_s[r, j] = T.Cast(cfg.mat_dtype, 0)
+                    if split_k:
+                        Abb_s[r, j] = T.Cast(cfg.in_dtype, 0)
 
             # A = (I + L)^-1 by forward substitution, A[i, :] = e_i - sum_{m < i} L[i, m] A[m, :]:
             # the thread of (chunk, column j) keeps column j of A in registers.
@@ -337,6 +361,8 @@ def build_k1(cfg: K1Config):
                     acol[i] = acc4
                 for i in T.unroll(C):
                     Ab_s[c * C + i, c * C + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[c * C + j])
+                    if split_k:
+                        Abb_s[c * C + i, c * C + j] = T.Cast(cfg.in_dtype, acol[i] * beta_s[c * C + j])
 
             # v in fp16 (|v| must stay below 65504, as K2's state): each thread converts the bytes
             # it copied
@@ -353,8 +379,11 @@ def build_k1(cfg: K1Config):
                     v_s[it * RPP + tx // LPR, tx % LPR * 8 + i] = vh[it * 8 + i]
             # Wk = Ab kd and U0 = Ab v
             if "ab" not in skip:
-                ab_product(Ab_s, kdh_s, WU, Wk, slot_len, bc, hv)
-                ab_product(Ab_s, v_s, WU, U0, slot_len, bc, hv)
+                if split_k:
+                    ab_product(Abb_s, k_s, wk_s, WU, Wk, slot_len, bc, hv)
+                else:
+                    ab_product(Ab_s, kdh_s, kdh_s, WU, Wk, slot_len, bc, hv)
+                ab_product(Ab_s, v_s, v_s, WU, U0, slot_len, bc, hv)
 
     # One signature; a fixed batch drops cu_seqlens, so that it stays out of the IR that `verify`
     # and `host_codegen` read.

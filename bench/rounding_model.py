@@ -1,0 +1,125 @@
+"""Where o's error comes from: the roundings of K1 and K2 replayed in float64 on the CPU.
+
+    python bench/rounding_model.py [T H seeds]      # default 17 1 40, then 256 4 8
+
+The model follows the kernels' operand dtypes and nothing else (every product and sum exact):
+K1 forms kd, qd, ki = k 2^-G in fp32 and rounds them to bf16 for L = kd ki^T and Mqk = qd ki^T
+(K1Config.mqk_split: optionally hi + lo parts), A = (I + L)^-1, Ab = A diag(beta) in fp16 (bf16
+for the Wk product with a split), the workspace in fp16, gC in fp32; K2 rounds St to fp16 for
+the wgmma each chunk and Ut = U0^T - Sh Wk^T to fp16; o is stored in bf16. Each variant turns
+one of these on or off, against kda_recurrent in float64 on the same inputs (the GPU matrix's
+distributions: q, k, v, g, beta ~ N(0, 1) in bf16, A_log ~ U(0, 2.7), dt_bias ~ 0.5 N(0, 1)).
+
+Session 13: the model gave 2.86e-3 at T = 256 H = 4 and 4.47e-3 worst at T = 17 H = 1 for the
+released roundings, the GPU matrix 2.9e-3 and 4.4e-3 (fixed B=1 T=17 H=1): the bf16 operands of
+Mqk are most of the error beyond o's own bf16 rounding (1.7e-3).
+"""
+import math
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from kda_kernels import reference as R  # noqa: E402
+
+F64, BF, FP16 = torch.float64, torch.bfloat16, torch.float16
+C = 16
+
+
+def rnd(x, dt):
+    return x if dt is None else x.to(dt).to(F64)
+
+
+def mqk(qd, ki, split):
+    """tril(qd ki^T) from bf16 operands, with `split` ("", "k", "qk", or None for exact)."""
+    if split is None:
+        return (qd @ ki.transpose(-1, -2)).tril()
+    qh, kih = rnd(qd, BF), rnd(ki, BF)
+    m = qh @ kih.transpose(-1, -2)
+    if split:
+        m = m + qh @ rnd(ki - kih, BF).transpose(-1, -2)
+    if split == "qk":
+        m = m + rnd(qd - qh, BF) @ kih.transpose(-1, -2)
+    return m.tril()
+
+
+def model(inp, T, H, split="", L_bf16=True, ws=True, state_fp16=True, u_fp16=True, o_bf16=True):
+    """o [1, T, H, V] with the chosen roundings."""
+    tk = R._tokens(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], gate_kind="safe", A_log=inp["A_log"],
+                   dt_bias=inp["dt_bias"], lower_bound=-5.0, scale=None, cu_seqlens=None, use_qk_l2norm=True,
+                   use_beta_sigmoid=True)
+    NC = -(-T // C)
+
+    def chunks(x):  # [T, H, ...] -> [H, NC, C, ...], zero rows past T
+        x = torch.cat([x[:T], x.new_zeros((NC * C - T,) + x.shape[1:])])
+        return x.reshape(NC, C, *x.shape[1:]).transpose(1, 2).transpose(0, 1)
+    q, k, v, g, b = (chunks(x) for x in (tk.q, tk.k, tk.v, tk.g, tk.beta))
+    G = g.cumsum(-2)
+    GC = G[..., -1, :]
+    kd, qd, ki = k * torch.exp(G), q * torch.exp(G), k * torch.exp(-G)
+    kr = k * torch.exp(GC.unsqueeze(-2) - G)
+    L = (rnd(kd, BF if L_bf16 else None) @ rnd(ki, BF if L_bf16 else None).transpose(-1, -2)).tril(-1)
+    L = L * b.unsqueeze(-1)
+    M = mqk(qd, ki, split)
+    A = torch.linalg.inv(torch.eye(C, dtype=F64) + L)
+    Ab = A * b.unsqueeze(-2)
+    w = FP16 if ws else None
+    if split:
+        Wk = rnd(rnd(Ab, BF) @ rnd(kd, BF), w)
+    else:
+        Wk = rnd(rnd(Ab, w) @ rnd(kd, w), w)
+    U0 = rnd(rnd(Ab, w) @ rnd(v, w), w)
+    qd, kr, M = rnd(qd, w), rnd(kr, w), rnd(M, w)
+    gC = torch.exp(GC).float().double()
+    St = torch.zeros(H, v.shape[-1], k.shape[-1], dtype=F64)
+    out = []
+    for c in range(NC):
+        Sh = rnd(St, FP16 if state_fp16 else None)
+        Ut = rnd(U0[:, c].transpose(1, 2) - Sh @ Wk[:, c].transpose(1, 2), FP16 if u_fp16 else None)
+        out.append((Sh @ qd[:, c].transpose(1, 2) + Ut @ M[:, c].transpose(1, 2)).transpose(1, 2))
+        St = St * gC[:, c][:, None, :] + Ut @ kr[:, c]
+    o = torch.cat(out, 1)[:, :T].transpose(0, 1).unsqueeze(0)
+    return rnd(o, BF if o_bf16 else None)
+
+
+def inputs(T, H, seed):
+    gen = torch.Generator().manual_seed(seed)
+    rn = lambda *s: torch.randn(*s, generator=gen)  # noqa: E731
+    return dict(q=rn(1, T, H, 128).to(BF), k=rn(1, T, H, 128).to(BF), v=rn(1, T, H, 128).to(BF),
+                g=rn(1, T, H, 128).to(BF), beta=rn(1, T, H).to(BF),
+                A_log=torch.empty(H).uniform_(0, 2.7, generator=gen), dt_bias=rn(H, 128) * 0.5)
+
+
+VARIANTS = {
+    "released (Mqk, L from bf16)": dict(),
+    "o's bf16 rounding only": dict(split=None, L_bf16=False, ws=False, state_fp16=False, u_fp16=False),
+    "workspace fp16 only": dict(split=None, L_bf16=False, state_fp16=False, u_fp16=False, o_bf16=False),
+    "L exact": dict(L_bf16=False),
+    "Mqk exact": dict(split=None),
+    "mqk_split k": dict(split="k"),
+    "mqk_split qk": dict(split="qk"),
+    "mqk_split qk, o fp32": dict(split="qk", o_bf16=False),
+}
+
+
+def main():
+    runs = [tuple(int(a) for a in sys.argv[1:4])] if len(sys.argv) >= 4 else [(17, 1, 40), (256, 4, 8)]
+    for T, H, n in runs:
+        errs = {name: [] for name in VARIANTS}
+        for s in range(n):
+            inp = inputs(T, H, s)
+            ref, _ = R.kda_recurrent(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], A_log=inp["A_log"],
+                                     dt_bias=inp["dt_bias"], lower_bound=-5.0)
+            for name, kw in VARIANTS.items():
+                errs[name].append(R.rel_err(model(inp, T, H, **kw), ref))
+        print(f"T={T} H={H}, {n} seeds: rel. error of o against float64 (median / p90 / max)")
+        for name, x in errs.items():
+            x = sorted(x)
+            print(f"  {name:30s} {statistics.median(x):.2e} / {x[math.floor(0.9 * (len(x) - 1))]:.2e} / {x[-1]:.2e}")
+
+
+if __name__ == "__main__":
+    main()
