@@ -1,9 +1,10 @@
 """K1 variants (kda_kernels/k1_prepare.py knobs) on the GPU, through TileLang's own JIT.
 
-    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz][,holes][,mqk=k|qk][,p=PROBE]
+    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz][,holes][,mqk=k|qk][,diag][,p=PROBE]
 
 holes (K1Config.skip_holes, varlen builds only): a program whose slot holds no chunk returns first.
-mqk=k|qk (K1Config.mqk_split): Mqk from bf16 hi + lo operands.
+mqk=k|qk (K1Config.mqk_split): Mqk from bf16 hi + lo operands. diag (K1Config.mqk_diag): Mqk's
+diagonal from an fp32 dot of the raw rows.
 
 p=PROBE (K1Config.probe, e.g. p=colstore+ab) leaves parts of the kernel out: timed, but it fails
 the check by construction.
@@ -41,7 +42,7 @@ def k1_config(spec, varlen, fast=False):
     return K1Config(varlen=varlen, fast_math=fast or "fast" in rest, chunks_per_cta=int(cpb), threads=int(th),
                     min_blocks=int(mb), ftz="noftz" not in rest, probe=probe[0] if probe else "",
                     skip_holes=varlen and "holes" in rest,
-                    mqk_split=next((r[4:] for r in rest if r.startswith("mqk=")), ""))
+                    mqk_split=next((r[4:] for r in rest if r.startswith("mqk=")), ""), mqk_diag="diag" in rest)
 
 
 def compiled(cfg):

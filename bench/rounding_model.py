@@ -33,10 +33,14 @@ def rnd(x, dt):
     return x if dt is None else x.to(dt).to(F64)
 
 
-def mqk(qd, ki, split):
-    """tril(qd ki^T) from bf16 operands, with `split` ("", "k", "qk", or None for exact)."""
+def mqk(qd, ki, split, diag=False):
+    """tril(qd ki^T) from bf16 operands, with `split` ("", "k", "qk", or None for exact); `diag`:
+    the diagonal exact (K1Config.mqk_diag)."""
     if split is None:
         return (qd @ ki.transpose(-1, -2)).tril()
+    if diag:
+        eye = torch.eye(qd.shape[-2], dtype=torch.bool)
+        return torch.where(eye, mqk(qd, ki, None), mqk(qd, ki, split))
     qh, kih = rnd(qd, BF), rnd(ki, BF)
     m = qh @ kih.transpose(-1, -2)
     if split:
@@ -46,7 +50,7 @@ def mqk(qd, ki, split):
     return m.tril()
 
 
-def model(inp, T, H, split="", L_bf16=True, ws=True, state_fp16=True, u_fp16=True, o_bf16=True):
+def model(inp, T, H, split="", diag=False, L_bf16=True, ws=True, state_fp16=True, u_fp16=True, o_bf16=True):
     """o [1, T, H, V] with the chosen roundings."""
     tk = R._tokens(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], gate_kind="safe", A_log=inp["A_log"],
                    dt_bias=inp["dt_bias"], lower_bound=-5.0, scale=None, cu_seqlens=None, use_qk_l2norm=True,
@@ -63,7 +67,7 @@ def model(inp, T, H, split="", L_bf16=True, ws=True, state_fp16=True, u_fp16=Tru
     kr = k * torch.exp(GC.unsqueeze(-2) - G)
     L = (rnd(kd, BF if L_bf16 else None) @ rnd(ki, BF if L_bf16 else None).transpose(-1, -2)).tril(-1)
     L = L * b.unsqueeze(-1)
-    M = mqk(qd, ki, split)
+    M = mqk(qd, ki, split, diag)
     A = torch.linalg.inv(torch.eye(C, dtype=F64) + L)
     Ab = A * b.unsqueeze(-2)
     w = FP16 if ws else None
@@ -99,6 +103,7 @@ VARIANTS = {
     "workspace fp16 only": dict(split=None, L_bf16=False, state_fp16=False, u_fp16=False, o_bf16=False),
     "L exact": dict(L_bf16=False),
     "Mqk exact": dict(split=None),
+    "mqk_diag": dict(diag=True),
     "mqk_split k": dict(split="k"),
     "mqk_split qk": dict(split="qk"),
     "mqk_split qk, o fp32": dict(split="qk", o_bf16=False),

@@ -99,6 +99,11 @@ class K1Config:
     # roundings, 2.35e-3 with "k"; bench/NOTES.md, session 13). With a split, Wk = Ab kd takes bf16
     # operands (kd from the L product's tile; no effect on the error) so kd's fp16 copy goes.
     mqk_split: str = ""
+    # Mqk's diagonal (qd_r . ki_r = qn_r . kn_r: the gate cancels) from an fp32 dot of the raw q, k
+    # rows in the norms pass instead of the bf16 product: most of what the split buys at almost no
+    # cost (2.86e-3 -> 2.04e-3 typical, 4.47e-3 -> 2.66e-3 worst at T=17 H=1 in the model). Proved,
+    # not yet run on the GPU (bench/device_round.sh round13d times it and runs the matrix).
+    mqk_diag: bool = False
     # Varlen, one chunk a program: a program whose slot holds no chunk (up to one a sequence: half
     # the slots at 16-token sequences) returns before any work. Every thread runs the slot search
     # (read-only cu_seqlens, so the return is block-uniform). Released for varlen (registry);
@@ -114,6 +119,7 @@ class K1Config:
         return ("k1_prepare_" + ("varlen" if self.varlen else "fixed") + ("_fast" if self.fast_math else "")
                 + ("_skipholes" if self.skip_holes else "")
                 + (f"_mqk{self.mqk_split}" if self.mqk_split else "")
+                + ("_mqkdiag" if self.mqk_diag else "")
                 + (f"_probe_{self.probe.replace('+', '_')}" if self.probe else ""))
 
     def pass_configs(self) -> dict:

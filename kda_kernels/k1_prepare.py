@@ -128,6 +128,8 @@ def build_k1(cfg: K1Config):
             beta_s = T.alloc_shared((R,), accum)
             rq_s = T.alloc_shared((R,), accum)
             rk_s = T.alloc_shared((R,), accum)
+            if cfg.mqk_diag:
+                dg_s = T.alloc_shared((R,), accum)   # Mqk's diagonal, qn_r . kn_r
             # bf16 for the L and Mqk products: ki = k 2^-G reaches 2^115, past fp16's range.
             # It holds g until the column pass writes each ki over the g it read.
             ki_s = T.alloc_shared((R, K), cfg.in_dtype)
@@ -213,22 +215,30 @@ def build_k1(cfg: K1Config):
                 d8 = tx % LPR
                 qv = T.alloc_local((8,), cfg.in_dtype)
                 kv = T.alloc_local((8,), cfg.in_dtype)
-                ss = T.alloc_local((2,), accum)
+                ss = T.alloc_local((3 if cfg.mqk_diag else 2,), accum)
                 for i in T.vectorized(8):
                     qv[i] = q_s[r, d8 * 8 + i]
                 for i in T.vectorized(8):
                     kv[i] = k_s[r, d8 * 8 + i]
                 ss[0] = 0.0
                 ss[1] = 0.0
+                if cfg.mqk_diag:
+                    ss[2] = 0.0
                 for i in T.unroll(8):
                     ss[0] = ss[0] + T.Cast(accum, qv[i]) * T.Cast(accum, qv[i])
                     ss[1] = ss[1] + T.Cast(accum, kv[i]) * T.Cast(accum, kv[i])
+                    if cfg.mqk_diag:
+                        ss[2] = ss[2] + T.Cast(accum, qv[i]) * T.Cast(accum, kv[i])
                 for m in XORS:
                     ss[0] = ss[0] + T.shfl_xor(ss[0], m)
                     ss[1] = ss[1] + T.shfl_xor(ss[1], m)
+                    if cfg.mqk_diag:
+                        ss[2] = ss[2] + T.shfl_xor(ss[2], m)
                 if d8 == 0:
                     rq_s[r] = _math.rsqrt(ss[0] + 1e-6, fast) * scale
                     rk_s[r] = _math.rsqrt(ss[1] + 1e-6, fast)
+                    if cfg.mqk_diag:
+                        dg_s[r] = ss[2] * (_math.rsqrt(ss[0] + 1e-6, fast) * scale) * _math.rsqrt(ss[1] + 1e-6, fast)
             for r in T.Parallel(R):
                 c = r // C
                 valid = (r % C < slot_len[c] and slot_t0[c] + r % C >= 0 and slot_t0[c] + r % C < Tn
@@ -333,7 +343,11 @@ def build_k1(cfg: K1Config):
                 for r, j in T.Parallel(R, R):
                     if r // C == j // C:
                         L_s[r, j % C] = T.if_then_else(r % C > j % C, Lf[r, j] * beta_s[r], 0.0)
-                        M_s[r, j % C] = T.if_then_else(r % C >= j % C, Mf[r, j], 0.0)
+                        if cfg.mqk_diag:
+                            M_s[r, j % C] = T.if_then_else(r % C > j % C, Mf[r, j],
+                                                           T.if_then_else(r % C == j % C, dg_s[r], 0.0))
+                        else:
+                            M_s[r, j % C] = T.if_then_else(r % C >= j % C, Mf[r, j], 0.0)
 
                 for r, j in T.Parallel(R, C):
                     c = r // C
