@@ -33,6 +33,10 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round10 # build, stage times, GPU matrix with the split (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round10b # the split through kda_prefill, then its stages (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round11a # K1 hole skipping, K2 loading warp, JIT (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round13a # K1 beside K2 (overlap_round), release check (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round13d # K1 Mqk diagonal, release, whole matrix (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh holes    # K1 hole programs returning first vs released, JIT (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round12a # build, host GPU tests, stage and host times (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round12b # decode GPU tests, bench, fp32 block widths (~7 min)
@@ -283,6 +287,48 @@ case "$mode" in
       --section LaunchStats --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
       python bench/k2_round.py ncu ${K2_NCU:-1,3,2} \
       > "$OUT/k2_ncu.csv" 2> "$OUT/k2_ncu.err"; tail -2 "$OUT/k2_ncu.err"; wc -l < "$OUT/k2_ncu.csv" ;;
+  round13a)
+    # session 13: K1 beside K2 over windows of chunks (bench/overlap_round.py, JIT), then the release
+    # with the varlen K1 returning from hole slots through the host entry (build, stage times, GPU matrix)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 200 python bench/overlap_round.py > "$OUT/overlap.log" 2>&1
+    grep -v -E '^\{|INFO|^compiled' "$OUT/overlap.log" | tail -14
+    release_check 240 ;;
+  round13b)
+    # session 13: Mqk from split bf16 operands (K1Config.mqk_split) against the K1 released before
+    # it, JIT; then the release (mqk_split "qk") through the host entry: build, stage times, the GPU
+    # matrix without its split tests (round13c runs those)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    K1_SHAPES="H96 1x8192;H96 1x8192 cu;H8 1x65536 cu;H32 2048x64 cu" timeout 180 python bench/k1_round.py \
+      1,64,12,holes 1,64,12,holes,mqk=k 1,64,10,holes,mqk=qk 1,64,12,holes,mqk=qk > "$OUT/k1_round.log" 2>&1
+    grep -v -E '^\{|INFO|^compiled' "$OUT/k1_round.log" | tail -8
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -5
+    timeout 280 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
+      -k "not split" > "$OUT/pytest_gpu.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -8 ;;
+  round13d)
+    # session 13: Mqk's diagonal from an fp32 dot (K1Config.mqk_diag) against the released K1, JIT;
+    # then the release with it through the host entry: build, the GPU matrix, stage times, the
+    # matrix's split tests last (what the call's limit leaves)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    K1_SHAPES="H96 1x8192;H96 1x8192 cu;H8 1x65536 cu;H32 2048x64 cu" timeout 150 python bench/k1_round.py \
+      1,64,12,holes 1,64,12,holes,diag > "$OUT/k1_round.log" 2>&1
+    grep -v -E '^\{|INFO|^compiled' "$OUT/k1_round.log" | tail -5
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
+      -k "not split" > "$OUT/pytest_gpu.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
+    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -5
+    OUT="$OUT/split" timeout 140 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      -k "split" > "$OUT/pytest_gpu_split.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu_split.log" | tail -6 ;;
+  round13c)
+    # session 13: the GPU matrix's split tests (T up to 1M) with the released K1, after round13b
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    OUT="$OUT/split" timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      -k "split" > "$OUT/pytest_gpu_split.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu_split.log" | tail -8 ;;
   holes)
     # K1 with hole programs returning first (K1Config.skip_holes, session 12, not yet measured)
     # against the released K1, through TileLang's JIT, at k1_round's shapes (many-sequence ones included)
