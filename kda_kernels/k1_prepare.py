@@ -238,7 +238,7 @@ def build_k1(cfg: K1Config):
                     rq_s[r] = _math.rsqrt(ss[0] + 1e-6, fast) * scale
                     rk_s[r] = _math.rsqrt(ss[1] + 1e-6, fast)
                     if cfg.mqk_diag:
-                        dg_s[r] = ss[2] * (_math.rsqrt(ss[0] + 1e-6, fast) * scale) * _math.rsqrt(ss[1] + 1e-6, fast)
+                        dg_s[r] = ss[2] * rq_s[r] * rk_s[r]
             for r in T.Parallel(R):
                 c = r // C
                 valid = (r % C < slot_len[c] and slot_t0[c] + r % C >= 0 and slot_t0[c] + r % C < Tn
