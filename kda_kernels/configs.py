@@ -100,10 +100,10 @@ class K1Config:
     # operands (kd from the L product's tile; no effect on the error) so kd's fp16 copy goes.
     mqk_split: str = ""
     # Mqk's diagonal (qd_r . ki_r = qn_r . kn_r: the gate cancels) from an fp32 dot of the raw q, k
-    # rows in the norms pass instead of the bf16 product: most of what the split buys at almost no
-    # cost (2.86e-3 -> 2.04e-3 typical, 4.47e-3 -> 2.66e-3 worst at T=17 H=1 in the model). Proved,
-    # not yet run on the GPU (bench/device_round.sh round13d times it and runs the matrix).
-    mqk_diag: bool = False
+    # rows in the norms pass instead of the bf16 product: most of what the split buys at little
+    # cost. H200 (session 14, JIT, same process): o's error 2.9e-3 -> 2.1e-3, K1 +2.4-2.7% (H96
+    # 1x8192 0.497 -> 0.510 ms); it brings the worst case (T=17 H=1, 4.4e-3) under 4e-3.
+    mqk_diag: bool = True
     # Varlen, one chunk a program: a program whose slot holds no chunk (up to one a sequence: half
     # the slots at 16-token sequences) returns before any work. Every thread runs the slot search
     # (read-only cu_seqlens, so the return is block-uniform). Released for varlen (registry);
