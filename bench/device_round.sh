@@ -36,6 +36,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13a # K1 beside K2 (overlap_round), release check (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round14b # matrix with mqk_diag; fused producer "pairs" (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13d # K1 Mqk diagonal, release, whole matrix (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh holes    # K1 hole programs returning first vs released, JIT (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round12a # build, host GPU tests, stage and host times (~8 min)
@@ -307,6 +308,18 @@ case "$mode" in
     timeout 280 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
       -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -8 ;;
+  round14b)
+    # session 14: the released K1 with Mqk's diagonal through the host entry (build, GPU matrix
+    # without the split tests, stage times), then the fused kernel's producer in K1's per-element
+    # form against session 3's and against kda_prefill (bench/fused_round.py pairs)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
+      -k "not split" > "$OUT/pytest_gpu.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
+    timeout 40 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -5
+    CORRECTNESS_BUDGET_S=110 timeout 250 python bench/fused_round.py pairs > "$OUT/pairs.log" 2>&1
+    grep -E "^correctness|^BAD|COMPILE|prewarm|^shape|^H[0-9]" "$OUT/pairs.log" | grep -v '^{' | tail -24 ;;
   round13d)
     # session 13: Mqk's diagonal from an fp32 dot (K1Config.mqk_diag) against the released K1, JIT;
     # then the release with it through the host entry: build, the GPU matrix, stage times, the

@@ -3,6 +3,7 @@
     python bench/fused_round.py correctness   # fresh random inputs vs the float64 recurrence, poisoned outputs
     python bench/fused_round.py timing        # the bench shapes, probes (chain only, producer only)
     python bench/fused_round.py peers         # peers' call modes at H96 1x8192, each against float64
+    python bench/fused_round.py pairs         # producer_form "pairs" vs "lanes" vs kda_prefill (issue 13)
 
 Rows stream to $OUT/fused_<part>.jsonl; a short table is printed last.
 """
@@ -40,6 +41,10 @@ VARIANTS = {
     "p1_fixed_h0bf16_ht": dict(initial_state="bfloat16", final_state=True, producers=1),
     "p1_probe_producer": dict(varlen=True, initial_state="float32", final_state=True, probe="producer", producers=1),
 }
+# the producer in K1's per-element form (FusedConfig.producer_form = "pairs")
+for _n in ("fixed", "fixed_h0f32_ht", "fixed_h0bf16_ht", "varlen", "varlen_h0f32_ht", "varlen_h0bf16_ht",
+           "varlen_h0f32_ht_fast", "probe_producer"):
+    VARIANTS["pairs_" + _n] = dict(VARIANTS[_n], producer_form="pairs")
 STAGES = ("norm", "column", "lm", "inverse", "wu")
 for _np in (1, 2):
     for _st in STAGES:
@@ -169,7 +174,7 @@ def smoke():
     correctness(smoke=True)
 
 
-def correctness(smoke=False):
+def correctness(smoke=False, only=None):
     import torch
     from kda_kernels.reference import rel_err
     cases = []  # (label, B, T, H, lens, kwargs)
@@ -197,6 +202,8 @@ def correctness(smoke=False):
         t_case = time.perf_counter()
         names = ([n for n in VARIANTS if "varlen" in n and "probe" not in n] if varlen else
                  [n for n in VARIANTS if "fixed" in n])
+        if only is not None:
+            names = [n for n in names if n in only]
         for name in names:
             cfg = VARIANTS[name]
             h0 = cfg.get("initial_state") is not None
@@ -273,6 +280,60 @@ def timing():
     print(f"{'shape':36s} " + " ".join(f"{c.replace('_ms', '')[-10:]:>10s}" for c in cols))
     for r in rows:
         print(f"{r['shape']:36s} " + " ".join(f"{r.get(k, float('nan')):10.3f}" for k in cols))
+
+
+PAIRS_TIMED = ["varlen_h0f32_ht", "pairs_varlen_h0f32_ht", "pairs_varlen_h0f32_ht_fast", "probe_producer",
+               "pairs_probe_producer", "probe_chain"]
+
+
+def pairs():
+    """The producer's two per-element forms against each other and against the released two-kernel
+    path (kda_prefill, fp32 state in and out, cu_seqlens), same process, same inputs: first
+    correctness of every pairs variant (fresh random inputs, float64 reference, poisoned
+    outputs), then medians at $FUSED_SHAPES (default: H96 1x8192, H64 1x8192, H96 8x1024)."""
+    import torch
+    from triton.testing import do_bench
+    from bench_peers import SHAPES, label
+    from kda_kernels.reference import rel_err
+    import kda_tile
+    correctness(only={n for n in VARIANTS if n.startswith("pairs_") and "probe" not in n} | {"varlen_h0f32_ht"})
+    want = [x for x in os.environ.get("FUSED_SHAPES", "H96 1x8192;H64 1x8192;H96 8x1024").split(";") if x]
+    rows = []
+    for i, (H, lens, *_) in enumerate(SHAPES):
+        if label(H, lens) not in want:
+            continue
+        d = inputs(1, sum(lens), H, lens=lens, seed=100 + i)
+        row = dict(shape=label(H, lens))
+        with torch.inference_mode():
+            def prefill():
+                return kda_tile.kda_prefill(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"],
+                                            dt_bias=d["dt_bias"], lower_bound=LB, initial_state=d["h0"],
+                                            output_final_state=True, cu_seqlens=d["cu"])
+            o2, h2 = prefill()
+            for name in PAIRS_TIMED:
+                try:
+                    if "probe" not in name:
+                        o, ht = run_fused(name, d)
+                        row[name + "_vs_prefill"] = [rel_err(o, o2), rel_err(ht, h2)]
+                    row[name + "_ms"] = do_bench(lambda: run_fused(name, d, poison=False), warmup=10, rep=100,
+                                                 return_mode="median")
+                except Exception as e:
+                    row[name + "_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+            row["prefill_ms"] = do_bench(prefill, warmup=10, rep=100, return_mode="median")
+        nch = max(-(-n // 16) for n in lens)
+        for name in ("probe_producer", "pairs_probe_producer", "probe_chain"):
+            if row.get(name + "_ms"):
+                row[name + "_us_per_chunk"] = row[name + "_ms"] * 1e3 / nch
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        with open(OUT / "fused_pairs_timing.jsonl", "a") as f:
+            f.write(json.dumps(row) + "\n")
+        del d
+        torch.cuda.empty_cache()
+    cols = ["prefill"] + PAIRS_TIMED
+    print(f"{'shape (ms)':22s} " + " ".join(f"{c[-14:]:>14s}" for c in cols))
+    for r in rows:
+        print(f"{r['shape']:22s} " + " ".join(f"{r.get(c + '_ms', float('nan')):14.3f}" for c in cols))
 
 
 def peers():
@@ -400,6 +461,8 @@ def main():
     if "timing" in parts:
         need |= {"varlen_h0f32_ht", "varlen_h0f32_ht_fast", "probe_chain", "probe_producer", "fixed_h0f32_ht",
                  "p1_varlen_h0f32_ht", "p1_probe_producer"}
+    if "pairs" in parts:
+        need |= set(PAIRS_TIMED) | {n for n in VARIANTS if n.startswith("pairs_")}
     if "peers" in parts:
         need |= {"varlen_h0f32_ht", "varlen_h0f32_ht_fast"}
     if "attrib" in parts:

@@ -52,6 +52,13 @@ class FusedConfig(StateIO):
     # (ptxas, sm_90a); the producers get the rest (with two, a few spills remain).
     consumer_regs: Optional[int] = None
     producer_regs: Optional[int] = None
+    # The producer's per-element work. "lanes" (session 3's v2): a thread holds one row of 16
+    # columns, the gate's cumsum is a shuffle scan over the 16 lanes of a half-warp, the norms a
+    # fragment reduction. "pairs" (K1's form): a thread holds a pair of columns over 8 rows, the
+    # cumsum runs in registers with one exchange through shared memory between the two row
+    # halves, the norms are lane sums of 16-byte rows, MUFU in the ftz forms (K1Config.ftz) and
+    # Mqk's diagonal from an fp32 dot (K1Config.mqk_diag).
+    producer_form: str = "lanes"
     # numerics
     in_dtype: str = "bfloat16"
     op_dtype: str = "float16"   # ring operands Wk, qd, kr, U0, Mqk: |entries| <= 1, or scale with v
@@ -75,6 +82,7 @@ class FusedConfig(StateIO):
     def name(self) -> str:
         return ("fused_" + ("varlen" if self.varlen else "fixed") + f"_{self.state_tag}"
                 + ("_fast" if self.fast_math else "") + (f"_p{self.producers}" if self.producers != 2 else "")
+                + ("_pairs" if self.producer_form == "pairs" else "")
                 + (f"_probe_{self.probe}" if self.probe else ""))
 
     def pass_configs(self) -> dict:
@@ -115,6 +123,15 @@ def build_fused(cfg: FusedConfig):
     h0_dtype = cfg.initial_state or f32
     ht_dtype = cfg.final_state_dtype or f32
     step = wy_chain_step(BV, K, C, op)
+    assert cfg.producer_form in ("lanes", "pairs"), cfg.producer_form
+    pairs = cfg.producer_form == "pairs"
+    ftz = pairs and not fast
+
+    def sigm(x):
+        return T.call_extern("float32", "kda_sigmoid_rcp_ftz", x) if ftz else _math.sigmoid_rcp(x, fast)
+
+    def pow2(x):
+        return _math.ex2(x, fast or ftz)
 
     @T.macro
     def load(q, k, g, v, q_s, k_s, g_s, v_s, load_full, b, t, h, x):
@@ -208,6 +225,89 @@ def build_fused(cfg: FusedConfig):
                     gC_r[s, cc + i] = gc[i]
 
     @T.macro
+    def norms_pairs(q_s, k_s, x, ln, scale, p, rq_s, rk_s, dg_s, qv, kv, ss):
+        # rows in lanes: 16 lanes a row, 8 rows a pass; the sums by shuffles inside the 16 lanes
+        for it in T.unroll(2):
+            rr = it * 8 + p // 16
+            d8 = p % 16
+            for i in T.vectorized(8):
+                qv[i] = q_s[x, rr, d8 * 8 + i]
+            for i in T.vectorized(8):
+                kv[i] = k_s[x, rr, d8 * 8 + i]
+            for j in T.unroll(3):
+                ss[j] = 0.0
+            for i in T.unroll(8):
+                ss[0] = ss[0] + T.Cast(f32, qv[i]) * T.Cast(f32, qv[i])
+                ss[1] = ss[1] + T.Cast(f32, kv[i]) * T.Cast(f32, kv[i])
+                ss[2] = ss[2] + T.Cast(f32, qv[i]) * T.Cast(f32, kv[i])
+            for m in (8, 4, 2, 1):
+                for j in T.unroll(3):
+                    ss[j] = ss[j] + T.shfl_xor(ss[j], m)
+            if d8 == 0:
+                ss[0] = _math.rsqrt(ss[0] + 1e-6, fast) * scale
+                ss[1] = _math.rsqrt(ss[1] + 1e-6, fast)
+                rq_s[rr] = ss[0]
+                rk_s[rr] = ss[1]
+                # Mqk's diagonal qd_r . ki_r = qn_r . kn_r (the gate cancels), in fp32
+                dg_s[rr] = T.if_then_else(rr < ln, ss[2] * ss[0] * ss[1], 0.0)
+
+    @T.macro
+    def column_pass_pairs(x, s, p, ln, a_h, lower_bound, nb, q_s, k_s, g_s, v_s, rq_s, rk_s,
+                          qd_r, kr_r, gC_r, kq_b, ki_b, KV_h, part_s, gcol, carry, gcl,
+                          kraw, qraw, vraw, kn, qn, ep, ki):
+        # This thread's pair of columns over one half of the rows: the gate's cumsum in
+        # registers, the lower half's column totals carried to the upper half through part_s.
+        col = p % 64 * 2
+        hh = p // 64
+        lbl = lower_bound * _math.LOG2E
+        for i in T.unroll(8):
+            for e in T.unroll(2):
+                xg = T.Cast(f32, g_s[x, hh * 8 + i, col + e])
+                if ftz:
+                    sg = T.call_extern("float32", "kda_rcp_1p_ex2_ftz", (-_math.LOG2E * a_h) * xg + nb[e])
+                else:
+                    sg = sigm(a_h * xg + nb[e])
+                gcol[i, e] = T.if_then_else(hh * 8 + i < ln, lbl * sg, 0.0)
+        for i in T.unroll(1, 8):
+            for e in T.unroll(2):
+                gcol[i, e] = gcol[i, e] + gcol[i - 1, e]
+        for e in T.unroll(2):
+            part_s[hh, col + e] = gcol[7, e]
+        for e in T.unroll(2):
+            carry[e] = T.if_then_else(hh == 1, part_s[0, col + e], 0.0)
+            gcl[e] = pow2(part_s[0, col + e] + part_s[1, col + e])
+        for i in T.unroll(8):
+            row = hh * 8 + i
+            for e in T.vectorized(2):
+                kraw[e] = k_s[x, row, col + e]
+            for e in T.vectorized(2):
+                qraw[e] = q_s[x, row, col + e]
+            for e in T.vectorized(2):
+                vraw[e] = v_s[x, row, col + e]
+            for e in T.unroll(2):
+                kn[e] = T.if_then_else(row < ln, T.Cast(f32, kraw[e]) * rk_s[row], 0.0)
+                qn[e] = T.if_then_else(row < ln, T.Cast(f32, qraw[e]) * rq_s[row], 0.0)
+                ep[e] = pow2(gcol[i, e] + carry[e])
+                ki[e] = kn[e] * pow2(-(gcol[i, e] + carry[e]))
+            for e in T.vectorized(2):
+                kq_b[row, col + e] = T.Cast(bf, kn[e] * ep[e])
+            for e in T.vectorized(2):
+                kq_b[C + row, col + e] = T.Cast(bf, qn[e] * ep[e])
+            for e in T.vectorized(2):
+                ki_b[row, col + e] = T.Cast(bf, ki[e])
+            for e in T.vectorized(2):
+                qd_r[s, row, col + e] = T.Cast(op, qn[e] * ep[e])
+            for e in T.vectorized(2):
+                kr_r[s, row, col + e] = T.Cast(op, ki[e] * gcl[e])
+            for e in T.vectorized(2):
+                KV_h[row, col + e] = T.Cast(op, kn[e] * ep[e])
+            for e in T.vectorized(2):
+                KV_h[row, K + col + e] = T.Cast(op, T.if_then_else(row < ln, T.Cast(f32, vraw[e]), 0.0))
+        if hh == 0:
+            for e in T.vectorized(2):
+                gC_r[s, col + e] = gcl[e]
+
+    @T.macro
     def inverse(p, L_s, beta_s, Ab_h, acc):
         # A = (I + L)^-1, column p by right-looking forward substitution in fp32;
         # Ab = A diag(beta) goes to the mma in fp16.
@@ -225,7 +325,8 @@ def build_fused(cfg: FusedConfig):
     def producer(kp, tx, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, b, h, t0, seqlen, nch,
                  q_s, k_s, g_s, v_s, load_full, ring_full, ring_empty, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r,
                  beta_s, rq_s, rk_s, kq_b, ki_b, KV_h, L_s, Ab_h, sq, nrm, LM, WU,
-                 G, ep, en, gc, dtb, qv, kv, vv, bnext):
+                 G, ep, en, gc, dtb, qv, kv, vv, bnext, dg_s, part_s, nb, ss, gcol, carry, gcl,
+                 kraw, qraw, vraw, kn, qn, ki):
         T.set_max_nreg(preg, 0)
         skip = set(cfg.probe.split("-")[1:])
         p = tx - (2 + kp) * WARPGROUP
@@ -234,8 +335,14 @@ def build_fused(cfg: FusedConfig):
         r = p % 16
         c0 = (p // 32 * 2 + p % 32 // 16) * 16
         a_h = _math.exp(A_log[h], fast)
-        for i in T.unroll(16):
-            dtb[i] = dt_bias[h, c0 + i]
+        if pairs:
+            for e in T.unroll(2):
+                # the gate's argument a_h (g + dt_bias) as one fma; the ftz form takes
+                # -log2(e) a_h (g + dt_bias) straight into ex2
+                nb[e] = a_h * dt_bias[h, p % 64 * 2 + e] * (-_math.LOG2E if ftz else 1.0)
+        else:
+            for i in T.unroll(16):
+                dtb[i] = dt_bias[h, c0 + i]
         if cfg.probe == "chain":
             if kp == 0:
                 for i, e in T.Parallel(S * C, K):
@@ -266,20 +373,25 @@ def build_fused(cfg: FusedConfig):
             ln = T.min(seqlen - c * C, C)
             # beta of this chunk was loaded one iteration ago; load the next one now
             if p < 16:
-                beta_s[p] = T.if_then_else(p < ln, _math.sigmoid_rcp(T.Cast(f32, bnext[0]), fast), 0.0)
+                beta_s[p] = T.if_then_else(p < ln, sigm(T.Cast(f32, bnext[0])), 0.0)
                 bnext[0] = beta[b, T.min(tc + NP * C + p, Tn - 1), h]
             T.barrier_wait(load_full[x], (c // R) % 2)
             # row norms of q and k
             if "no_norm" not in skip or scale < 0.0:
-                norms(q_s, k_s, x, ln, scale, sq, nrm, rq_s, rk_s)
+                if pairs:
+                    norms_pairs(q_s, k_s, x, ln, scale, p, rq_s, rk_s, dg_s, qv, kv, ss)
+                else:
+                    norms(q_s, k_s, x, ln, scale, sq, nrm, rq_s, rk_s)
             # the ring slot must be free before this chunk writes it
             T.barrier_wait(ring_empty[s], (c // S + 1) % 2)
-            valid = r < ln
-            rkr = rk_s[r]
-            rqr = rq_s[r]
             if "no_column" not in skip or scale < 0.0:
-                column_pass(x, s, r, c0, valid, rkr, rqr, a_h, lower_bound, dtb, q_s, k_s, g_s, v_s,
-                            qd_r, kr_r, gC_r, kq_b, ki_b, KV_h, G, ep, en, gc, qv, kv, vv)
+                if pairs:
+                    column_pass_pairs(x, s, p, ln, a_h, lower_bound, nb, q_s, k_s, g_s, v_s, rq_s, rk_s,
+                                      qd_r, kr_r, gC_r, kq_b, ki_b, KV_h, part_s, gcol, carry, gcl,
+                                      kraw, qraw, vraw, kn, qn, ep, ki)
+                else:
+                    column_pass(x, s, r, c0, r < ln, rk_s[r], rq_s[r], a_h, lower_bound, dtb, q_s, k_s, g_s,
+                                v_s, qd_r, kr_r, gC_r, kq_b, ki_b, KV_h, G, ep, en, gc, qv, kv, vv)
             if "no_lm" not in skip or scale < 0.0:
                 T.gemm(kq_b, ki_b, LM, transpose_B=True, clear_accum=True)
             # every thread of this producer is past its last read of raw slot x: refill it
@@ -290,6 +402,9 @@ def build_fused(cfg: FusedConfig):
                 for rr, j in T.Parallel(2 * C, C):
                     if rr < C:
                         L_s[rr, j] = T.if_then_else(rr > j, LM[rr, j] * beta_s[rr], 0.0)
+                    elif pairs:
+                        Mqk_r[s, rr - C, j] = T.Cast(op, T.if_then_else(
+                            rr - C > j, LM[rr, j], T.if_then_else(rr - C == j, dg_s[j], 0.0)))
                     else:
                         Mqk_r[s, rr - C, j] = T.Cast(op, T.if_then_else(rr - C >= j, LM[rr, j], 0.0))
             if "no_inverse" not in skip or scale < 0.0:
@@ -362,6 +477,23 @@ def build_fused(cfg: FusedConfig):
             Oa1 = T.alloc_fragment((BV, C), f32)
             Uh1 = T.alloc_fragment((BV, C), op)
 
+            # the pairs form's scratch, one set per producer in shared memory
+            dg_s0 = T.alloc_shared((C,), f32) if pairs else None
+            part_s0 = T.alloc_shared((2, K), f32) if pairs else None
+            dg_s1 = T.alloc_shared((C,), f32) if pairs and NP == 2 else None
+            part_s1 = T.alloc_shared((2, K), f32) if pairs and NP == 2 else None
+            nb = T.alloc_local((2,), f32)
+            ss = T.alloc_local((3,), f32)
+            gcol = T.alloc_local((8, 2), f32)
+            carry = T.alloc_local((2,), f32)
+            gcl = T.alloc_local((2,), f32)
+            kraw = T.alloc_local((2,), bf)
+            qraw = T.alloc_local((2,), bf)
+            vraw = T.alloc_local((2,), bf)
+            kn = T.alloc_local((2,), f32)
+            qn = T.alloc_local((2,), f32)
+            ki = T.alloc_local((2,), f32)
+
             G = T.alloc_local((C,), f32)
             ep = T.alloc_local((8,), f32)
             en = T.alloc_local((8,), f32)
@@ -372,7 +504,8 @@ def build_fused(cfg: FusedConfig):
             vv = T.alloc_local((8,), bf)
             bnext = T.alloc_local((1,), bf)
 
-            T.import_source(_math.ACCURATE_SOURCE + (_math.FAST_SOURCE if fast else ""))
+            T.import_source(_math.ACCURATE_SOURCE + (_math.FAST_SOURCE if fast or ftz else "")
+                            + (_math.FTZ_SOURCE if ftz else ""))
             # The column pass reads 16 rows of one column group in the 16 lanes of a half-warp:
             # unswizzled 256-byte rows put all 16 in one bank group (16-way conflicts).
             T.annotate_layout({buf: make_swizzled_layout(buf) for buf in (q_s, k_s, g_s, v_s)})
@@ -401,12 +534,14 @@ def build_fused(cfg: FusedConfig):
                 producer(0, tx, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, b, h, t0, seqlen, nch,
                          q_s, k_s, g_s, v_s, load_full, ring_full, ring_empty, *ring,
                          beta_s0, rq_s0, rk_s0, kq_b0, ki_b0, KV_h0, L_s0, Ab_h0, sq0, nrm0, LM0, WU0,
-                         G, ep, en, gc, dtb, qv, kv, vv, bnext)
+                         G, ep, en, gc, dtb, qv, kv, vv, bnext, dg_s0, part_s0, nb, ss, gcol, carry, gcl,
+                         kraw, qraw, vraw, kn, qn, ki)
             else:
                 producer(1, tx, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, b, h, t0, seqlen, nch,
                          q_s, k_s, g_s, v_s, load_full, ring_full, ring_empty, *ring,
                          beta_s1, rq_s1, rk_s1, kq_b1, ki_b1, KV_h1, L_s1, Ab_h1, sq1, nrm1, LM1, WU1,
-                         G, ep, en, gc, dtb, qv, kv, vv, bnext)
+                         G, ep, en, gc, dtb, qv, kv, vv, bnext, dg_s1, part_s1, nb, ss, gcol, carry, gcl,
+                         kraw, qraw, vraw, kn, qn, ki)
 
     @T.prim_func
     def fused_forward(q: T.Tensor((B, Tn, H, K), bf), k: T.Tensor((B, Tn, H, K), bf),
