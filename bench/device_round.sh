@@ -317,7 +317,7 @@ case "$mode" in
     timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
       -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
-    timeout 40 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -5
+    timeout 50 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -7
     CORRECTNESS_BUDGET_S=110 timeout 250 python bench/fused_round.py pairs > "$OUT/pairs.log" 2>&1
     grep -E "^correctness|^BAD|COMPILE|prewarm|^shape|^H[0-9]" "$OUT/pairs.log" | grep -v '^{' | tail -24 ;;
   round13d)

@@ -3,8 +3,8 @@ caller-provided outputs, on the H200. A short check after a kernel change, not t
 
     python bench/stage_times.py [--out DIR]
 
-Device: for each shape, the call with cu_seqlens (varlen builds) and as a fixed batch, fp32 initial
-and final state: the median of 20 event-timed calls, and each kernel's device time from one
+Device: for each shape, the call with cu_seqlens (varlen builds), as a fixed batch, and with
+cu_seqlens and fast_math, fp32 initial and final state: the median of 20 event-timed calls, and each kernel's device time from one
 profiled call. Host: bench/host_overhead.py's timer (perf_counter_ns per call, no sync inside the
 timed region, the queue drained every 32 calls) at T=64, H=1, without state, for
 kda_prefill(...) and kda_prefill(..., out=o) in the default (graph) launch mode.
@@ -60,7 +60,7 @@ def device_rows():
         cu = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int64)
         x = random_inputs(1, T, H, device="cuda", seed=1, cu_seqlens=cu, state_dtype=torch.float32, HV=HV)
         B, L = len(lens), lens[0]
-        for mode in ("cu_seqlens", "batched"):
+        for mode in ("cu_seqlens", "batched", "cu_seqlens fast"):
             if mode == "batched" and len(set(lens)) != 1:
                 continue
             a = [x[n] for n in ("q", "k", "v", "g", "beta")]
@@ -69,9 +69,9 @@ def device_rows():
                 a = [t.reshape(B, L, *t.shape[2:]) for t in a]
                 cu_arg = None
 
-            def call(a=a, cu_arg=cu_arg):
+            def call(a=a, cu_arg=cu_arg, fast="fast" in mode):
                 return kda_prefill(*a, A_log=x["A_log"], dt_bias=x["dt_bias"], initial_state=x["initial_state"],
-                                   output_final_state=True, cu_seqlens=cu_arg)
+                                   output_final_state=True, cu_seqlens=cu_arg, fast_math=fast)
             with torch.inference_mode():
                 ms = event_ms(call)
                 ks = kernel_ms(call)
@@ -115,10 +115,10 @@ def main():
     print(f"{'call (T=64, H=1)':24s} {'median us':>9s} {'p10':>7s} {'p90':>7s}")
     for r in host:
         print(f"{r['call']:24s} {r['median_us']:9.2f} {r['p10_us']:7.2f} {r['p90_us']:7.2f}")
-    print(f"{'shape':20s} {'mode':11s} {'ms':>7s}  kernels (ms)")
+    print(f"{'shape':20s} {'mode':15s} {'ms':>7s}  kernels (ms)")
     for r in dev:
         ks = ", ".join(f"{k.replace('_kernel', '')} {v:.3f}" for k, v in sorted(r["kernels_ms"].items()))
-        print(f"{r['shape']:20s} {r['mode']:11s} {r['ms']:7.3f}  {ks}")
+        print(f"{r['shape']:20s} {r['mode']:15s} {r['ms']:7.3f}  {ks}")
 
 
 if __name__ == "__main__":
