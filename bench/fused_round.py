@@ -45,11 +45,15 @@ VARIANTS = {
 for _n in ("fixed", "fixed_h0f32_ht", "fixed_h0bf16_ht", "varlen", "varlen_h0f32_ht", "varlen_h0bf16_ht",
            "varlen_h0f32_ht_fast", "probe_producer"):
     VARIANTS["pairs_" + _n] = dict(VARIANTS[_n], producer_form="pairs")
+VARIANTS["pairs_p1_varlen_h0f32_ht"] = dict(VARIANTS["p1_varlen_h0f32_ht"], producer_form="pairs")
+VARIANTS["pairs_p1_probe_producer"] = dict(VARIANTS["p1_probe_producer"], producer_form="pairs")
 STAGES = ("norm", "column", "lm", "inverse", "wu")
 for _np in (1, 2):
     for _st in STAGES:
         VARIANTS[f"p{_np}_producer_no_{_st}"] = dict(varlen=True, initial_state="float32", final_state=True,
                                                     probe=f"producer-no_{_st}", producers=_np)
+        VARIANTS[f"pairs_p{_np}_producer_no_{_st}"] = dict(VARIANTS[f"p{_np}_producer_no_{_st}"],
+                                                          producer_form="pairs")
 
 
 def _compile(name):
@@ -283,7 +287,8 @@ def timing():
 
 
 PAIRS_TIMED = ["varlen_h0f32_ht", "pairs_varlen_h0f32_ht", "pairs_varlen_h0f32_ht_fast", "probe_producer",
-               "pairs_probe_producer", "probe_chain"]
+               "pairs_probe_producer", "probe_chain", "pairs_p1_varlen_h0f32_ht", "pairs_p1_probe_producer"]
+PAIRS_ATTRIB = [f"pairs_p2_producer_no_{st}" for st in STAGES]   # the first shape only
 
 
 def pairs():
@@ -310,7 +315,7 @@ def pairs():
                                             dt_bias=d["dt_bias"], lower_bound=LB, initial_state=d["h0"],
                                             output_final_state=True, cu_seqlens=d["cu"])
             o2, h2 = prefill()
-            for name in PAIRS_TIMED:
+            for name in PAIRS_TIMED + (PAIRS_ATTRIB if not rows else []):
                 try:
                     if "probe" not in name:
                         o, ht = run_fused(name, d)
@@ -321,7 +326,8 @@ def pairs():
                     row[name + "_error"] = f"{type(e).__name__}: {str(e)[:200]}"
             row["prefill_ms"] = do_bench(prefill, warmup=10, rep=100, return_mode="median")
         nch = max(-(-n // 16) for n in lens)
-        for name in ("probe_producer", "pairs_probe_producer", "probe_chain"):
+        for name in ("probe_producer", "pairs_probe_producer", "probe_chain", "pairs_p1_probe_producer",
+                     *PAIRS_ATTRIB):
             if row.get(name + "_ms"):
                 row[name + "_us_per_chunk"] = row[name + "_ms"] * 1e3 / nch
         rows.append(row)
@@ -331,9 +337,11 @@ def pairs():
         del d
         torch.cuda.empty_cache()
     cols = ["prefill"] + PAIRS_TIMED
-    print(f"{'shape (ms)':22s} " + " ".join(f"{c[-14:]:>14s}" for c in cols))
     for r in rows:
-        print(f"{r['shape']:22s} " + " ".join(f"{r.get(c + '_ms', float('nan')):14.3f}" for c in cols))
+        print(f"{r['shape']}: " + ", ".join(f"{c} {r.get(c + '_ms', float('nan')):.3f}" for c in cols))
+    if rows:
+        print(f"{rows[0]['shape']} pairs producer-only without one stage (ms): "
+              + ", ".join(f"{c[-9:]} {rows[0].get(c + '_ms', float('nan')):.3f}" for c in PAIRS_ATTRIB))
 
 
 def peers():
@@ -462,7 +470,7 @@ def main():
         need |= {"varlen_h0f32_ht", "varlen_h0f32_ht_fast", "probe_chain", "probe_producer", "fixed_h0f32_ht",
                  "p1_varlen_h0f32_ht", "p1_probe_producer"}
     if "pairs" in parts:
-        need |= set(PAIRS_TIMED) | {n for n in VARIANTS if n.startswith("pairs_")}
+        need |= set(PAIRS_TIMED) | set(PAIRS_ATTRIB) | {n for n in VARIANTS if n.startswith("pairs_") and "_no_" not in n}
     if "peers" in parts:
         need |= {"varlen_h0f32_ht", "varlen_h0f32_ht_fast"}
     if "attrib" in parts:

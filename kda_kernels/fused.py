@@ -480,8 +480,8 @@ def build_fused(cfg: FusedConfig):
             # the pairs form's scratch, one set per producer in shared memory
             dg_s0 = T.alloc_shared((C,), f32) if pairs else None
             part_s0 = T.alloc_shared((2, K), f32) if pairs else None
-            dg_s1 = T.alloc_shared((C,), f32) if pairs and NP == 2 else None
-            part_s1 = T.alloc_shared((2, K), f32) if pairs and NP == 2 else None
+            dg_s1 = T.alloc_shared((C,), f32) if pairs else None
+            part_s1 = T.alloc_shared((2, K), f32) if pairs else None
             nb = T.alloc_local((2,), f32)
             ss = T.alloc_local((3,), f32)
             gcol = T.alloc_local((8, 2), f32)
