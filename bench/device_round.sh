@@ -36,6 +36,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13a # K1 beside K2 (overlap_round), release check (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round14c # fused pairs + wide inverse, ncu, split tests (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round14b # matrix with mqk_diag; fused producer "pairs" (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13d # K1 Mqk diagonal, release, whole matrix (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh holes    # K1 hole programs returning first vs released, JIT (~4 min)
@@ -308,6 +309,21 @@ case "$mode" in
     timeout 280 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
       -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -8 ;;
+  round14c)
+    # session 14: the pairs producer with the warpgroup-wide inverse (fused_round.py pairs), ncu
+    # counters of the pairs kernel and its producer alone at H96 1x8192, then the GPU matrix's
+    # split tests with the released K1 (Mqk's diagonal) in what the call's limit leaves
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    CORRECTNESS_BUDGET_S=100 timeout 220 python bench/fused_round.py pairs > "$OUT/pairs.log" 2>&1
+    grep -E "^correctness|^BAD|COMPILE|prewarm|^H[0-9]" "$OUT/pairs.log" | tail -12
+    FUSED_NCU=pairs_varlen_h0f32_ht,pairs_probe_producer timeout 80 ncu --clock-control none --profile-from-start off \
+      --csv --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section SchedulerStats python bench/fused_round.py ncu > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+    tail -1 "$OUT/ncu.err"; wc -l < "$OUT/ncu.csv"
+    OUT="$OUT/split" timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      -k "split" > "$OUT/pytest_gpu_split.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu_split.log" | tail -4 ;;
   round14b)
     # session 14: the released K1 with Mqk's diagonal through the host entry (build, GPU matrix
     # without the split tests, stage times), then the fused kernel's producer in K1's per-element

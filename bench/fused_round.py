@@ -398,7 +398,7 @@ def peers():
               f"{r.get('error', '')[:60]}")
 
 
-NCU_NAMES = ("probe_producer", "p1_probe_producer")
+NCU_NAMES = tuple(x for x in os.environ.get("FUSED_NCU", "probe_producer,p1_probe_producer").split(",") if x)
 
 
 def attrib():

@@ -308,6 +308,26 @@ def build_fused(cfg: FusedConfig):
                 gC_r[s, col + e] = gcl[e]
 
     @T.macro
+    def inverse_rows(p, L_s, beta_s, Ab_h, lrow, acc):
+        # A = (I + L)^-1 in fp32 by the whole warpgroup: 8 lanes a column of A, each holding two
+        # rows (g and g + 8) of L in registers; step i shares x_i = A[i, col] from the row's lane
+        # by a shuffle inside the 8 lanes and folds it into the later rows (L strictly lower, so
+        # a row's sum stops changing once its own step is past).
+        col = p // 8
+        g = p % 8
+        for h2 in T.unroll(2):
+            for m in T.vectorized(C):
+                lrow[h2, m] = L_s[g + 8 * h2, m]
+            acc[h2] = 0.0
+        for i in T.unroll(C):
+            xi = T.shfl_sync(T.if_then_else(i == col, 1.0, 0.0) - acc[i // 8], i % 8, 8)
+            for h2 in T.unroll(2):
+                acc[h2] = acc[h2] + lrow[h2, i] * xi
+        for h2 in T.unroll(2):
+            Ab_h[g + 8 * h2, col] = T.Cast(
+                op, (T.if_then_else(g + 8 * h2 == col, 1.0, 0.0) - acc[h2]) * beta_s[col])
+
+    @T.macro
     def inverse(p, L_s, beta_s, Ab_h, acc):
         # A = (I + L)^-1, column p by right-looking forward substitution in fp32;
         # Ab = A diag(beta) goes to the mma in fp16.
@@ -326,7 +346,7 @@ def build_fused(cfg: FusedConfig):
                  q_s, k_s, g_s, v_s, load_full, ring_full, ring_empty, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r,
                  beta_s, rq_s, rk_s, kq_b, ki_b, KV_h, L_s, Ab_h, sq, nrm, LM, WU,
                  G, ep, en, gc, dtb, qv, kv, vv, bnext, dg_s, part_s, nb, ss, gcol, carry, gcl,
-                 kraw, qraw, vraw, kn, qn, ki):
+                 kraw, qraw, vraw, kn, qn, ki, lrow):
         T.set_max_nreg(preg, 0)
         skip = set(cfg.probe.split("-")[1:])
         p = tx - (2 + kp) * WARPGROUP
@@ -408,7 +428,10 @@ def build_fused(cfg: FusedConfig):
                     else:
                         Mqk_r[s, rr - C, j] = T.Cast(op, T.if_then_else(rr - C >= j, LM[rr, j], 0.0))
             if "no_inverse" not in skip or scale < 0.0:
-                inverse(p, L_s, beta_s, Ab_h, G)
+                if pairs:
+                    inverse_rows(p, L_s, beta_s, Ab_h, lrow, carry)
+                else:
+                    inverse(p, L_s, beta_s, Ab_h, G)
             if "no_wu" not in skip or scale < 0.0:
                 T.gemm(Ab_h, KV_h, WU, clear_accum=True)
                 # Two loops: one if/else loop over both halves is vectorized by TileLang 0.1.15 into
@@ -493,6 +516,7 @@ def build_fused(cfg: FusedConfig):
             kn = T.alloc_local((2,), f32)
             qn = T.alloc_local((2,), f32)
             ki = T.alloc_local((2,), f32)
+            lrow = T.alloc_local((2, C), f32)
 
             G = T.alloc_local((C,), f32)
             ep = T.alloc_local((8,), f32)
@@ -535,13 +559,13 @@ def build_fused(cfg: FusedConfig):
                          q_s, k_s, g_s, v_s, load_full, ring_full, ring_empty, *ring,
                          beta_s0, rq_s0, rk_s0, kq_b0, ki_b0, KV_h0, L_s0, Ab_h0, sq0, nrm0, LM0, WU0,
                          G, ep, en, gc, dtb, qv, kv, vv, bnext, dg_s0, part_s0, nb, ss, gcol, carry, gcl,
-                         kraw, qraw, vraw, kn, qn, ki)
+                         kraw, qraw, vraw, kn, qn, ki, lrow)
             else:
                 producer(1, tx, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, b, h, t0, seqlen, nch,
                          q_s, k_s, g_s, v_s, load_full, ring_full, ring_empty, *ring,
                          beta_s1, rq_s1, rk_s1, kq_b1, ki_b1, KV_h1, L_s1, Ab_h1, sq1, nrm1, LM1, WU1,
                          G, ep, en, gc, dtb, qv, kv, vv, bnext, dg_s1, part_s1, nb, ss, gcol, carry, gcl,
-                         kraw, qraw, vraw, kn, qn, ki)
+                         kraw, qraw, vraw, kn, qn, ki, lrow)
 
     @T.prim_func
     def fused_forward(q: T.Tensor((B, Tn, H, K), bf), k: T.Tensor((B, Tn, H, K), bf),
