@@ -36,6 +36,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13a # K1 beside K2 (overlap_round), release check (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round14d # split 1M + forced tests, fused pairs timing (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round14c # fused pairs + wide inverse, ncu, split tests (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round14b # matrix with mqk_diag; fused producer "pairs" (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13d # K1 Mqk diagonal, release, whole matrix (~9 min)
@@ -309,6 +310,16 @@ case "$mode" in
     timeout 280 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
       -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -8 ;;
+  round14d)
+    # session 14: the two GPU-matrix split tests the earlier rounds' limits cut (T = 1M, forced),
+    # then the fused pairs timing rows (checked against kda_prefill) on this machine
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    OUT="$OUT/split" timeout 130 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      -k "split_1m or split_forced" > "$OUT/pytest_gpu_split.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu_split.log" | tail -4
+    FUSED_NO_MATRIX=1 timeout 150 python bench/fused_round.py pairs > "$OUT/pairs.log" 2>&1
+    grep -E "^BAD|COMPILE|prewarm|^H[0-9]" "$OUT/pairs.log" | tail -8 ;;
   round14c)
     # session 14: the pairs producer with the warpgroup-wide inverse (fused_round.py pairs), ncu
     # counters of the pairs kernel and its producer alone at H96 1x8192, then the GPU matrix's
