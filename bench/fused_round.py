@@ -45,6 +45,7 @@ VARIANTS = {
 for _n in ("fixed", "fixed_h0f32_ht", "fixed_h0bf16_ht", "varlen", "varlen_h0f32_ht", "varlen_h0bf16_ht",
            "varlen_h0f32_ht_fast", "probe_producer"):
     VARIANTS["pairs_" + _n] = dict(VARIANTS[_n], producer_form="pairs")
+VARIANTS["pairs_probe_chain"] = dict(VARIANTS["probe_chain"], producer_form="pairs")   # the pairs register split
 VARIANTS["pairs_p1_varlen_h0f32_ht"] = dict(VARIANTS["p1_varlen_h0f32_ht"], producer_form="pairs")
 VARIANTS["pairs_p1_probe_producer"] = dict(VARIANTS["p1_probe_producer"], producer_form="pairs")
 STAGES = ("norm", "column", "lm", "inverse", "wu")
@@ -287,7 +288,8 @@ def timing():
 
 
 PAIRS_TIMED = ["varlen_h0f32_ht", "pairs_varlen_h0f32_ht", "pairs_varlen_h0f32_ht_fast", "probe_producer",
-               "pairs_probe_producer", "probe_chain", "pairs_p1_varlen_h0f32_ht", "pairs_p1_probe_producer"]
+               "pairs_probe_producer", "probe_chain", "pairs_probe_chain", "pairs_p1_varlen_h0f32_ht",
+               "pairs_p1_probe_producer"]
 PAIRS_ATTRIB = [f"pairs_p2_producer_no_{st}" for st in STAGES]   # the first shape only
 
 
@@ -327,7 +329,7 @@ def pairs():
                     row[name + "_error"] = f"{type(e).__name__}: {str(e)[:200]}"
             row["prefill_ms"] = do_bench(prefill, warmup=10, rep=100, return_mode="median")
         nch = max(-(-n // 16) for n in lens)
-        for name in ("probe_producer", "pairs_probe_producer", "probe_chain", "pairs_p1_probe_producer",
+        for name in ("probe_producer", "pairs_probe_producer", "probe_chain", "pairs_probe_chain", "pairs_p1_probe_producer",
                      *PAIRS_ATTRIB):
             if row.get(name + "_ms"):
                 row[name + "_us_per_chunk"] = row[name + "_ms"] * 1e3 / nch

@@ -48,8 +48,10 @@ class FusedConfig(StateIO):
     producers: int = 2                   # producer warpgroups (chunks dealt round-robin)
     # setmaxnreg budgets (None: the defaults below). All warpgroups share what the launch gave
     # them, 65536 / threads registers a thread (in steps of 8); asking for more deadlocks in
-    # setmaxnreg.inc. The defaults are the most the consumers take without spilling
-    # (ptxas, sm_90a); the producers get the rest (with two, a few spills remain).
+    # setmaxnreg.inc. With two producers the consumers need 144: at 136 ptxas serializes their
+    # wgmma (C7512, "insufficient register resources") and spills 40 bytes. The pairs producer
+    # fits 112 (spills: none in the varlen state build, 4 bytes in the fixed ones; 104 spills 108
+    # bytes in the fixed build). The lanes producer spills 116 bytes at 104, so lanes keeps 136/120.
     consumer_regs: Optional[int] = None
     producer_regs: Optional[int] = None
     # The producer's per-element work. "lanes" (session 3's v2): a thread holds one row of 16
@@ -71,7 +73,8 @@ class FusedConfig(StateIO):
 
     @property
     def regs(self) -> tuple[int, int]:
-        default = {1: (184, 136), 2: (136, 120)}.get(self.producers, (0, 0))
+        default = {1: (184, 136), 2: (144, 112) if self.producer_form == "pairs" else (136, 120)}.get(
+            self.producers, (0, 0))
         return (self.consumer_regs or default[0], self.producer_regs or default[1])
 
     @property
