@@ -41,7 +41,7 @@ VARIANTS = {
     "p1_fixed_h0bf16_ht": dict(initial_state="bfloat16", final_state=True, producers=1),
     "p1_probe_producer": dict(varlen=True, initial_state="float32", final_state=True, probe="producer", producers=1),
 }
-# the producer in K1's per-element form (FusedConfig.producer_form = "pairs")
+# "pairs_" names take K1's per-element form (FusedConfig.producer_form), the others session 3's
 for _n in ("fixed", "fixed_h0f32_ht", "fixed_h0bf16_ht", "varlen", "varlen_h0f32_ht", "varlen_h0bf16_ht",
            "varlen_h0f32_ht_fast", "probe_producer"):
     VARIANTS["pairs_" + _n] = dict(VARIANTS[_n], producer_form="pairs")
@@ -55,6 +55,8 @@ for _np in (1, 2):
                                                     probe=f"producer-no_{_st}", producers=_np)
         VARIANTS[f"pairs_p{_np}_producer_no_{_st}"] = dict(VARIANTS[f"p{_np}_producer_no_{_st}"],
                                                           producer_form="pairs")
+for _name, _cfg in VARIANTS.items():
+    _cfg.setdefault("producer_form", "pairs" if _name.startswith("pairs_") else "lanes")
 
 
 def _compile(name):

@@ -20,6 +20,11 @@ The consumers hold St = S^T [V, K] as an fp32 register fragment:
 so the chain per chunk is two dependent wgmma groups and no CTA-wide barrier: the roles meet
 only at mbarriers of a ring in shared memory. Producer k of P handles chunks c = k mod P and
 owns two raw slots (q, k, g, v tiles loaded by TMA two of its chunks ahead) and two ring slots.
+
+Not released: on the H100 the whole kernel is producer-bound (1.43 ms at H96 1x8192 against the
+two-kernel path's 1.11; the chain alone 0.44), and faster only at H96 8x1024 (bench/NOTES.md,
+session 14). The producer's per-element work comes in two forms (FusedConfig.producer_form);
+"pairs", K1's, is the default.
 """
 from dataclasses import dataclass
 from typing import Optional
@@ -60,7 +65,7 @@ class FusedConfig(StateIO):
     # cumsum runs in registers with one exchange through shared memory between the two row
     # halves, the norms are lane sums of 16-byte rows, MUFU in the ftz forms (K1Config.ftz) and
     # Mqk's diagonal from an fp32 dot (K1Config.mqk_diag).
-    producer_form: str = "lanes"
+    producer_form: str = "pairs"
     # numerics
     in_dtype: str = "bfloat16"
     op_dtype: str = "float16"   # ring operands Wk, qd, kr, U0, Mqk: |entries| <= 1, or scale with v

@@ -6,7 +6,9 @@ load(..., load_full[j * 2])`, load_full: 32 arrivals plus TMA bytes), a ring pub
 ring_full (128 producer arrivals) and ring_empty (256: 128 from each consumer warpgroup), named
 barriers, AllReduce, shuffles, vector shared accesses, mma.sync with ldmatrix, setmaxnreg per
 role. It ran correctly on the H200 (149 randomized runs against a float64 reference); both
-configurations must be proved. The one-producer variants are in kda_tile_fused_p1.py."""
+configurations must be proved. This module keeps that producer ("lanes"); the default one
+since session 14 ("pairs") is in kda_tile_fused_pairs.py, the one-producer variants in
+kda_tile_fused_p1.py."""
 import sys
 from pathlib import Path
 
@@ -14,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from kda_kernels.fused import FusedConfig, build_fused  # noqa: E402
 
-CFG = FusedConfig()
-CFGV = FusedConfig(varlen=True, initial_state="float32", final_state=True)
+CFG = FusedConfig(producer_form="lanes")
+CFGV = FusedConfig(varlen=True, initial_state="float32", final_state=True, producer_form="lanes")
 SOURCE = {"fused_fixed": "kda_kernels/fused.py", "fused_varlen": "kda_kernels/fused.py"}
 KERNELS = {"fused_fixed": lambda: build_fused(CFG), "fused_varlen": lambda: build_fused(CFGV)}
 PRECONDITIONS = {"fused_fixed": CFG.preconditions(), "fused_varlen": CFGV.preconditions()}

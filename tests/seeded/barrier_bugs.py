@@ -252,7 +252,40 @@ def mbar_loop_parity():
     return mbar_loop_parity
 
 
-KERNELS = {f.__name__: f for f in (missing_sync, synced, divergent_sync, uniform_sync, divergent_return,
+def _ws_carry(name, synced):
+    """The fused pairs producer's exchange (kda_kernels/fused.py, column_pass_pairs): inside the
+    second warpgroup of a warp-specialized block, the lower row half writes its column totals
+    and the upper half reads them, chunk after chunk, with the warpgroup's named barrier."""
+    K = 4
+
+    @T.prim_func
+    def kern(A: T.Tensor((K, NT), "float32"), B: T.Tensor((2 * NT,), "float32")):
+        with T.Kernel(1, threads=2 * NT) as bx:
+            part = T.alloc_shared((2, NT // 2), "float32")
+            acc = T.alloc_var("float32", init=0.0)
+            tx = T.get_thread_binding()
+            if tx >= NT:
+                p = tx - NT
+                for k in T.serial(K):
+                    part[p // 64, p % 64] = A[k, p]
+                    if synced:
+                        T.sync_threads(3, NT)
+                    acc = acc + T.if_then_else(p >= 64, part[0, p % 64], 0.0) + part[1, p % 64]
+                    if synced:
+                        T.sync_threads(3, NT)
+            B[tx] = acc
+    return kern.with_attr("global_symbol", name)
+
+
+def ws_carry_unsynced():
+    return _ws_carry("ws_carry_unsynced", False)          # the upper half reads before the lower half wrote
+
+
+def ws_carry_synced():
+    return _ws_carry("ws_carry_synced", True)
+
+
+KERNELS = {f.__name__: f for f in (ws_carry_unsynced, ws_carry_synced, missing_sync, synced, divergent_sync, uniform_sync, divergent_return,
                                    uniform_return, global_neighbour, global_synced, named_count, named_ok,
                                    loop_war, loop_synced, mbar_ok, mbar_count, mbar_half_arrive,
                                    mbar_parity, mbar_loop_ok, mbar_loop_parity)}
@@ -264,8 +297,9 @@ EXPECT = {"missing_sync": "barriers.race", "synced": None, "divergent_sync": "ba
           "global_neighbour": "barriers.race", "global_synced": None,
           "named_count": "barriers.named_count", "named_ok": None, "loop_war": "barriers.race", "loop_synced": None,
           "mbar_ok": None, "mbar_count": "barriers.mbarrier_phase", "mbar_half_arrive": "barriers.mbarrier_phase",
-          "mbar_parity": "barriers.race", "mbar_loop_ok": None, "mbar_loop_parity": "barriers.parity"}
+          "mbar_parity": "barriers.race", "mbar_loop_ok": None, "mbar_loop_parity": "barriers.parity",
+          "ws_carry_unsynced": "barriers.race", "ws_carry_synced": None}
 TWIN = {"missing_sync": "synced", "divergent_sync": "uniform_sync", "divergent_return": "uniform_return",
         "global_neighbour": "global_synced", "named_count": "named_ok",
         "loop_war": "loop_synced", "mbar_count": "mbar_ok", "mbar_half_arrive": "mbar_ok", "mbar_parity": "mbar_ok",
-        "mbar_loop_parity": "mbar_loop_ok"}
+        "mbar_loop_parity": "mbar_loop_ok", "ws_carry_unsynced": "ws_carry_synced"}
