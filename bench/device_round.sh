@@ -36,6 +36,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13a # K1 beside K2 (overlap_round), release check (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round15a # fused pairs producer: source-level stalls (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round14d # split 1M + forced tests, fused pairs timing (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round14c # fused pairs + wide inverse, ncu, split tests (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round14b # matrix with mqk_diag; fused producer "pairs" (~9 min)
@@ -310,6 +311,18 @@ case "$mode" in
     timeout 280 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
       -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -8 ;;
+  round15a)
+    # queued by session 14: where the fused pairs producer waits, per SASS instruction (source-level
+    # stall sampling of the producer-only probe and of the whole kernel at H96 1x8192)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    FUSED_NCU=pairs_probe_producer,pairs_varlen_h0f32_ht timeout 200 ncu --clock-control none \
+      --profile-from-start off --section WarpStateStats --section SourceCounters -o "$OUT/pairs_src" \
+      python bench/fused_round.py ncu > "$OUT/ncu_src.log" 2>&1; tail -2 "$OUT/ncu_src.log"
+    for id in 0 1; do
+      ncu --import "$OUT/pairs_src.ncu-rep" --page source --csv --print-source sass --launch-skip "$id" \
+        --launch-count 1 > "$OUT/pairs_src_$id.csv" 2> "$OUT/pairs_src_$id.err"
+      python bench/ncu_source_top.py "$OUT/pairs_src_$id.csv" 20 || head -c 600 "$OUT/pairs_src_$id.err"
+    done ;;
   round14d)
     # session 14: the two GPU-matrix split tests the earlier rounds' limits cut (T = 1M, forced),
     # then the fused pairs timing rows (checked against kda_prefill) on this machine
