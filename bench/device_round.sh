@@ -36,7 +36,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13a # K1 beside K2 (overlap_round), release check (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
-#   source .devbundle/activate.sh && bash bench/device_round.sh round15a # fused pairs producer: source-level stalls (~4 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round15a # fused pairs producer: source-level stalls, pairs timing (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round14d # split 1M + forced tests, fused pairs timing (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round14c # fused pairs + wide inverse, ncu, split tests (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round14b # matrix with mqk_diag; fused producer "pairs" (~9 min)
@@ -322,7 +322,10 @@ case "$mode" in
       ncu --import "$OUT/pairs_src.ncu-rep" --page source --csv --print-source sass --launch-skip "$id" \
         --launch-count 1 > "$OUT/pairs_src_$id.csv" 2> "$OUT/pairs_src_$id.err"
       python bench/ncu_source_top.py "$OUT/pairs_src_$id.csv" 20 || head -c 600 "$OUT/pairs_src_$id.err"
-    done ;;
+    done
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    FUSED_NO_MATRIX=1 timeout 150 python bench/fused_round.py pairs > "$OUT/pairs.log" 2>&1
+    grep -E "^BAD|COMPILE|prewarm|^H[0-9]" "$OUT/pairs.log" | tail -8 ;;
   round14d)
     # session 14: the two GPU-matrix split tests the earlier rounds' limits cut (T = 1M, forced),
     # then the fused pairs timing rows (checked against kda_prefill) on this machine

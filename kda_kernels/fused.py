@@ -63,8 +63,8 @@ class FusedConfig(StateIO):
     # columns, the gate's cumsum is a shuffle scan over the 16 lanes of a half-warp, the norms a
     # fragment reduction. "pairs" (K1's form): a thread holds a pair of columns over 8 rows, the
     # cumsum runs in registers with one exchange through shared memory between the two row
-    # halves, the norms are lane sums of 16-byte rows, MUFU in the ftz forms (K1Config.ftz) and
-    # Mqk's diagonal from an fp32 dot (K1Config.mqk_diag).
+    # halves, the norms are lane sums of 16-byte rows with rsqrt.approx, MUFU in the ftz forms
+    # (K1Config.ftz) and Mqk's diagonal from an fp32 dot (K1Config.mqk_diag).
     producer_form: str = "pairs"
     # numerics
     in_dtype: str = "bfloat16"
@@ -252,8 +252,10 @@ def build_fused(cfg: FusedConfig):
                 for j in T.unroll(3):
                     ss[j] = ss[j] + T.shfl_xor(ss[j], m)
             if d8 == 0:
-                ss[0] = _math.rsqrt(ss[0] + 1e-6, fast) * scale
-                ss[1] = _math.rsqrt(ss[1] + 1e-6, fast)
+                # rsqrt.approx (MUFU.RSQ, ~2^-22.9) in both builds, like ex2 and rcp: the IEEE
+                # 1 / sqrtf is a dependent chain of ~20 instructions on the producer's path
+                ss[0] = _math.rsqrt(ss[0] + 1e-6, True) * scale
+                ss[1] = _math.rsqrt(ss[1] + 1e-6, True)
                 rq_s[rr] = ss[0]
                 rk_s[rr] = ss[1]
                 # Mqk's diagonal qd_r . ki_r = qn_r . kn_r (the gate cancels), in fp32
@@ -536,7 +538,7 @@ def build_fused(cfg: FusedConfig):
             vv = T.alloc_local((8,), bf)
             bnext = T.alloc_local((1,), bf)
 
-            T.import_source(_math.ACCURATE_SOURCE + (_math.FAST_SOURCE if fast or ftz else "")
+            T.import_source(_math.ACCURATE_SOURCE + (_math.FAST_SOURCE if fast or pairs else "")
                             + (_math.FTZ_SOURCE if ftz else ""))
             # The column pass reads 16 rows of one column group in the 16 lanes of a half-warp:
             # unswizzled 256-byte rows put all 16 in one bank group (16-way conflicts).
