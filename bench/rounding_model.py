@@ -10,6 +10,9 @@ the wgmma each chunk and Ut = U0^T - Sh Wk^T to fp16; o is stored in bf16. Each 
 one of these on or off, against kda_recurrent in float64 on the same inputs (the GPU matrix's
 distributions: q, k, v, g, beta ~ N(0, 1) in bf16, A_log ~ U(0, 2.7), dt_bias ~ 0.5 N(0, 1)).
 
+Session 14 added the fused producer's options for Wk | U0 (Ab and its operands in bf16, or an
+fp32 solve without the fp16 Ab).
+
 Session 13: the model gave 2.86e-3 at T = 256 H = 4 and 4.47e-3 worst at T = 17 H = 1 for the
 released roundings, the GPU matrix 2.9e-3 and 4.4e-3 (fixed B=1 T=17 H=1): the bf16 operands of
 Mqk are most of the error beyond o's own bf16 rounding (1.7e-3).
@@ -50,7 +53,8 @@ def mqk(qd, ki, split, diag=False):
     return m.tril()
 
 
-def model(inp, T, H, split="", diag=False, L_bf16=True, ws=True, state_fp16=True, u_fp16=True, o_bf16=True):
+def model(inp, T, H, split="", diag=False, L_bf16=True, ws=True, state_fp16=True, u_fp16=True, o_bf16=True,
+          ab="fp16"):
     """o [1, T, H, V] with the chosen roundings."""
     tk = R._tokens(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], gate_kind="safe", A_log=inp["A_log"],
                    dt_bias=inp["dt_bias"], lower_bound=-5.0, scale=None, cu_seqlens=None, use_qk_l2norm=True,
@@ -71,11 +75,18 @@ def model(inp, T, H, split="", diag=False, L_bf16=True, ws=True, state_fp16=True
     A = torch.linalg.inv(torch.eye(C, dtype=F64) + L)
     Ab = A * b.unsqueeze(-2)
     w = FP16 if ws else None
-    if split:
+    if ab == "bf16":        # Wk and U0 from bf16 Ab, kd and v (the raw bf16 v tile, kd from the L operand)
         Wk = rnd(rnd(Ab, BF) @ rnd(kd, BF), w)
+        U0 = rnd(rnd(Ab, BF) @ rnd(v, BF), w)
+    elif ab == "solve":     # (I + L) [Wk | U0] = diag(beta) [kd | v] solved in fp32 (exact here)
+        Wk = rnd(Ab @ kd, w)
+        U0 = rnd(Ab @ v, w)
+    elif split:
+        Wk = rnd(rnd(Ab, BF) @ rnd(kd, BF), w)
+        U0 = rnd(rnd(Ab, w) @ rnd(v, w), w)
     else:
         Wk = rnd(rnd(Ab, w) @ rnd(kd, w), w)
-    U0 = rnd(rnd(Ab, w) @ rnd(v, w), w)
+        U0 = rnd(rnd(Ab, w) @ rnd(v, w), w)
     qd, kr, M = rnd(qd, w), rnd(kr, w), rnd(M, w)
     gC = torch.exp(GC).float().double()
     St = torch.zeros(H, v.shape[-1], k.shape[-1], dtype=F64)
@@ -98,15 +109,18 @@ def inputs(T, H, seed):
 
 
 VARIANTS = {
-    "released (Mqk, L from bf16)": dict(),
+    "session 13 release (Mqk, L bf16)": dict(),
     "o's bf16 rounding only": dict(split=None, L_bf16=False, ws=False, state_fp16=False, u_fp16=False),
     "workspace fp16 only": dict(split=None, L_bf16=False, state_fp16=False, u_fp16=False, o_bf16=False),
     "L exact": dict(L_bf16=False),
     "Mqk exact": dict(split=None),
-    "mqk_diag": dict(diag=True),
+    "mqk_diag (session 14 release)": dict(diag=True),
     "mqk_split k": dict(split="k"),
     "mqk_split qk": dict(split="qk"),
     "mqk_split qk, o fp32": dict(split="qk", o_bf16=False),
+    # session 14: the fused producer's options for Wk | U0 (on top of the released mqk_diag)
+    "mqk_diag, Ab bf16 (Wk, U0)": dict(diag=True, ab="bf16"),
+    "mqk_diag, Wk|U0 solved in fp32": dict(diag=True, ab="solve"),
 }
 
 
