@@ -22,9 +22,18 @@ def _num(x):
 
 def main(path, n=25):
     rows = list(csv.reader(open(path, errors="replace")))
-    head = next((i for i, r in enumerate(rows) if any(c.strip() == "Source" for c in r)), None)
-    if head is None:
+    heads = [i for i, r in enumerate(rows) if any(c.strip() == "Source" for c in r)]
+    if not heads:
         print("no 'Source' column: not a source-page CSV"); return 1
+    for k, head in enumerate(heads):   # one block per profiled kernel
+        end = heads[k + 1] if k + 1 < len(heads) else len(rows)
+        print(f"== block {k}")
+        summarize(rows[head:end], n)
+    return 0
+
+
+def summarize(rows, n):
+    head = 0
     h = [c.strip() for c in rows[head]]
     src = h.index("Source")
     addr = next((i for i, c in enumerate(h) if "Address" in c), None)
@@ -47,7 +56,6 @@ def main(path, n=25):
         reasons = sorted(((_num(r[i]) or 0.0, h[i]) for i in reason_cols), reverse=True)[:3]
         why = "; ".join(f"{name.replace('Warp Stall Sampling', '').strip(' ()')} {v:.0f}" for v, name in reasons if v)
         print(f"{samples(r) / tot:6.1%} {r[addr] if addr is not None else '':>8s} {r[src].strip()[:60]:60s} {why}")
-    return 0
 
 
 if __name__ == "__main__":
