@@ -36,6 +36,9 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13a # K1 beside K2 (overlap_round), release check (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round15d # K2 step: U0 in the accumulator, gC preloaded (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round15c # K2 source-level stalls, released and no_store (~2 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round15b # chain step with merged output products: micro + K2 (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round15a # fused pairs producer: source-level stalls, pairs timing (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round14d # split 1M + forced tests, fused pairs timing (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round14c # fused pairs + wide inverse, ncu, split tests (~9 min)
@@ -311,6 +314,36 @@ case "$mode" in
     timeout 280 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
       -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -8 ;;
+  round15d)
+    # session 15: K2's chain step with U0 in the first group's accumulator (ua) and gC read while
+    # it runs (gp), alone and with the merged output products (mo), against the released step;
+    # then ncu source-level sampling of the ua,gp build at H96 1x8192
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 300 python bench/k2_round.py 1,3,2 1,3,2,ua 1,3,2,ua,gp 1,3,2,mo,ua,gp > "$OUT/k2_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -8 "$OUT/k2_round.log"
+    timeout 120 ncu --clock-control none --profile-from-start off -k regex:k2 --section SpeedOfLight \
+      --section WarpStateStats --section SourceCounters -o "$OUT/k2_src" \
+      python bench/k2_round.py ncu 1,3,2,ua,gp > "$OUT/k2_ncu.log" 2>&1; tail -1 "$OUT/k2_ncu.log"
+    ncu --import "$OUT/k2_src.ncu-rep" --page source --csv --print-source sass > "$OUT/k2_src.csv" 2> "$OUT/k2_src.err"
+    python bench/ncu_source_top.py "$OUT/k2_src.csv" 12 || head -c 600 "$OUT/k2_src.err" ;;
+  round15c)
+    # session 15: where K2's consumer waits, per SASS instruction, at H96 1x8192: the released K2
+    # and its no_store probe (the stores cost 23% in session 9 and moving them made K2 slower)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 200 ncu --clock-control none --profile-from-start off -k regex:k2 --section SpeedOfLight \
+      --section WarpStateStats --section SourceCounters -o "$OUT/k2_src" \
+      python bench/k2_round.py ncu 1,3,2 1,3,2,no_store > "$OUT/k2_ncu.log" 2>&1; tail -2 "$OUT/k2_ncu.log"
+    ncu --import "$OUT/k2_src.ncu-rep" --page source --csv --print-source sass > "$OUT/k2_src.csv" 2> "$OUT/k2_src.err"
+    ncu --import "$OUT/k2_src.ncu-rep" --csv --page details > "$OUT/k2_details.csv" 2>> "$OUT/k2_src.err"
+    python bench/ncu_source_top.py "$OUT/k2_src.csv" 25 || head -c 600 "$OUT/k2_src.err" ;;
+  round15b)
+    # session 15: the chain step's output products merged into the first wgmma group
+    # (K2Config.merged_o): the micro-benchmark's forms at 1-3 warpgroups an SM, then K2 released
+    # against merged (correctness against float64 first, then times at k2_round's shapes)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 150 python bench/chain_step.py --out "$OUT" > "$OUT/chain_step.log" 2>&1; tail -13 "$OUT/chain_step.log"
+    timeout 380 python bench/k2_round.py 1,3,2 1,3,2,mo > "$OUT/k2_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -6 "$OUT/k2_round.log" ;;
   round15a)
     # queued by session 14: where the fused pairs producer waits, per SASS instruction (source-level
     # stall sampling of the producer-only probe and of the whole kernel at H96 1x8192)
