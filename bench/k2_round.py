@@ -1,7 +1,7 @@
 """K2 variants (consumers, ring stages, min_blocks of kda_kernels/k2_recurrence.py) on the GPU,
 through TileLang's own JIT, fed by the released K1.
 
-    python bench/k2_round.py [variant ...]     # variant: consumers,stages,min_blocks[,mo][,ua][,gp][,no_store]
+    python bench/k2_round.py [variant ...]     # variant: consumers,stages,min_blocks[,no_store]
     python bench/k2_round.py ncu variant ...   # one K1 and one K2 launch at H96 1x8192, for ncu
 
 Correctness first: fresh random inputs (fixed and varlen, with empty, one-token and tail
@@ -29,12 +29,12 @@ DEFAULT = [RELEASED, "1,3,2,no_store"]
 
 
 def k2_config(spec, varlen):
-    """spec: consumers,stages,min_blocks[,mo][,ua][,probe] (mo, ua, gp: K2Config.merged_o, u0_acc, gc_pre)"""
+    """spec: consumers,stages,min_blocks[,probe] (session 15's step forms "mo", "ua", "gp" are in
+    commit a8a4af4)"""
     nw, st, mb, *rest = spec.split(",")
-    probe = [x for x in rest if x not in ("mo", "ua", "gp")]
+    probe = list(rest)
     return K2Config(varlen=varlen, initial_state="float32", final_state=True, consumers=int(nw), stages=int(st),
-                    min_blocks=int(mb), merged_o="mo" in rest, u0_acc="ua" in rest, gc_pre="gp" in rest,
-                    probe=probe[0] if probe else "")
+                    min_blocks=int(mb), probe=probe[0] if probe else "")
 
 
 def k2_call(spec, d, ws, h0):

@@ -172,12 +172,6 @@ class K2Config(StateIO):
     # as maps[n, g] = [B; M] and no output; "seg" (pass C) runs each segment from the start state
     # that kda_kernels/k2_scan.py composed from the maps, writing the output only.
     mode: str = "full"
-    # Chain-step forms measured in session 15 (bench/NOTES.md; none released): merged_o runs
-    # [WO | O1] = Sh [Wk; qd]^T as one group of N = 32 products; u0_acc starts WO at -U0^T;
-    # gc_pre reads gC into registers while the first group runs.
-    merged_o: bool = False
-    u0_acc: bool = False
-    gc_pre: bool = False
     # Measurement only, never released: "no_store" skips the output stores. (Two ways to take the
     # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->
     # 0.453 ms at H96 1x8192, and each chunk's output stored during the next chunk's first
@@ -209,8 +203,7 @@ class K2Config(StateIO):
                     + (f"_c{self.consumers}" if self.consumers != 1 else "")
                     + (f"_probe_{self.probe}" if self.probe else ""))
         return ("k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{self.state_tag}"
-                + (f"_c{self.consumers}" if self.consumers != 1 else "") + ("_mo" if self.merged_o else "")
-                + ("_ua" if self.u0_acc else "") + ("_gp" if self.gc_pre else "")
+                + (f"_c{self.consumers}" if self.consumers != 1 else "")
                 + (f"_probe_{self.probe}" if self.probe else ""))
 
     def pass_configs(self) -> dict:

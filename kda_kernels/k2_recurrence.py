@@ -36,52 +36,26 @@ from .configs import CHUNK, K2Config  # noqa: F401  (re-exported)
 WARPGROUP = 128
 
 
-def wy_chain_step(BV, K, C, op, merged=False, u0_acc=False, gc_pre=False):
+def wy_chain_step(BV, K, C, op):
     """One chunk of the chain for a warpgroup's BV rows of St, from ring slot s (K2's consumers
-    and kda_kernels/fused.py's); U0's rows start at column u0_col of its slot.
-
-    merged (K2Config.merged_o): Wk_r holds [Wk; qd] (rows [2C s, 2C s + 2C)), WO is [WO | O1]
-    (BV x 2C) and qd_r is unused; the output is WO[:, C:] + Oa (`chain_output`).
-    u0_acc (K2Config.u0_acc): WO starts at -U0^T, so that the first group yields -Ut.
-    gc_pre (K2Config.gc_pre): gC read into gCr ([BV, K]) while the first group runs."""
+    and kda_kernels/fused.py's); U0's rows start at column u0_col of its slot."""
     f32 = "float32"
-    W = 2 * C if merged else C
 
     @T.macro
-    def step(s, u0_col, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, gCr=None):
+    def step(s, u0_col, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r):
         T.copy(St, Sh)
-        if u0_acc:
-            for j, r in T.Parallel(BV, W):
-                WO[j, r] = T.if_then_else(r < C, -T.Cast(f32, U0_r[s, T.min(r, C - 1), u0_col + j]), 0.0)
-        if merged:
-            T.wgmma_gemm(Sh, Wk_r[2 * C * s:2 * C * s + 2 * C, :], WO, transpose_B=True, clear_accum=not u0_acc)
-        else:
-            T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=not u0_acc)
-            T.wgmma_gemm(Sh, qd_r[s, :, :], Oa, transpose_B=True, clear_accum=True)
-        if gc_pre:
-            for j, d in T.Parallel(BV, K):
-                gCr[j, d] = gC_r[s, d]
-        T.wait_wgmma(0 if merged else 1)
+        T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
+        T.wgmma_gemm(Sh, qd_r[s, :, :], Oa, transpose_B=True, clear_accum=True)
+        T.wait_wgmma(1)
         # after the wait: before it, ptxas injects a full wait (C7517) for St
         for j, d in T.Parallel(BV, K):
-            St[j, d] = St[j, d] * (gCr[j, d] if gc_pre else gC_r[s, d])
-        for j, r in T.Parallel(BV, W):
-            if r < C:
-                if u0_acc:
-                    Uh[j, r] = T.Cast(op, -WO[j, r])
-                else:
-                    Uh[j, r] = T.Cast(op, T.Cast(f32, U0_r[s, r, u0_col + j]) - WO[j, r])
+            St[j, d] = St[j, d] * gC_r[s, d]
+        for j, r in T.Parallel(BV, C):
+            Uh[j, r] = T.Cast(op, T.Cast(f32, U0_r[s, r, u0_col + j]) - WO[j, r])
         T.wgmma_gemm(Uh, kr_r[s, :, :], St)
-        T.wgmma_gemm(Uh, Mqk_r[s, :, :], Oa, transpose_B=True, clear_accum=merged)
+        T.wgmma_gemm(Uh, Mqk_r[s, :, :], Oa, transpose_B=True)
         T.wait_wgmma(0)
     return step
-
-
-def chain_output(BV, C, merged=False):
-    """The step's output for row j and token r of the chunk (fp32)."""
-    def out(WO, Oa, j, r):
-        return WO[j, C + r] + Oa[j, r] if merged else Oa[j, r]
-    return out
 
 
 def wy_map_step(BV, K, C, op):
@@ -131,16 +105,14 @@ def build_k2(cfg: K2Config):
     # the state rows a (sequence or segment, head) has: pass A adds K identity rows
     ROWS = V + K if mode == "map" else V
     outputs = mode != "map"
-    merged = cfg.merged_o and outputs
-    step = wy_chain_step(BV, K, C, op, merged, cfg.u0_acc, cfg.gc_pre) if outputs else wy_map_step(BV, K, C, op)
-    out = chain_output(BV, C, merged)
+    step = wy_chain_step(BV, K, C, op) if outputs else wy_map_step(BV, K, C, op)
     # Pass A has no tensor that fixes T: its token indices are clamped to the last token that NC
     # allows, which is T or past it (valid cu_seqlens give the same segments as pass C's; any
     # contents stay inside the buffers through the clamps on nch).
     Tc = Tn if outputs else ((NC - NS) * C + C - 1 if cfg.varlen else NC // B * C)
 
     @T.macro
-    def consumer(w, St, Sh, WO, Oa, Uh, gCr, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty,
+    def consumer(w, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty,
                  h0, o, ht, b, n, gs, hv, vb, bos, seqlen, nch):
         T.set_max_nreg(creg, 1)
         v0 = vb * BP + w * BV
@@ -159,14 +131,14 @@ def build_k2(cfg: K2Config):
             s = c % S
             T.barrier_wait(full[s], (c // S) % 2)
             if outputs:
-                step(s, w * BV, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, gCr)
+                step(s, w * BV, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
             else:
                 step(s, w * BV, u0s, St, Sh, WO, Uh, Wk_r, kr_r, U0_r, gC_r)
             T.barrier_arrive(empty[s])
             if outputs and cfg.probe != "no_store":
                 for j, r in T.Parallel(BV, C):
                     if c * C + r < seqlen:
-                        o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, out(WO, Oa, j, r))
+                        o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
         if mode == "map":
             T.copy(St, ht[n, gs, hv, v0:v0 + BV, :])
         elif cfg.final_state:
@@ -181,17 +153,8 @@ def build_k2(cfg: K2Config):
                 s = c % S
                 T.barrier_wait(empty[s], (c // S + 1) % 2)
                 row0 = (slot0 + c) * C
-                if merged:
-                    # by 64-column halves: the wgmma layout of a 2C-row slot stores each half's
-                    # 2C rows together, so a C-row quarter is what one TMA box can fill
-                    for hk in T.unroll(2):
-                        T.tma_copy(Wk[hv, row0:row0 + C, hk * 64:hk * 64 + 64],
-                                   Wk_r[2 * C * s:2 * C * s + C, hk * 64:hk * 64 + 64], barrier=full[s])
-                        T.tma_copy(qd[hv, row0:row0 + C, hk * 64:hk * 64 + 64],
-                                   Wk_r[2 * C * s + C:2 * C * s + 2 * C, hk * 64:hk * 64 + 64], barrier=full[s])
-                else:
-                    T.tma_copy(Wk[hv, row0:row0 + C, :], Wk_r[s, :, :], barrier=full[s])
-                if outputs and not merged:
+                T.tma_copy(Wk[hv, row0:row0 + C, :], Wk_r[s, :, :], barrier=full[s])
+                if outputs:
                     T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
                 T.tma_copy(kr[hv, row0:row0 + C, :], kr_r[s, :, :], barrier=full[s])
                 T.tma_copy(U0[hv, row0:row0 + C, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
@@ -212,8 +175,8 @@ def build_k2(cfg: K2Config):
             hv = bxyz[1] // (ROWS // BP)
             vb = bxyz[1] % (ROWS // BP)
             gs = 0 if mode == "full" else bxyz[2]
-            Wk_r = T.alloc_shared((S * 2 * C, K) if merged else (S, C, K), op)
-            qd_r = T.alloc_shared((S, C, K), op) if outputs and not merged else None
+            Wk_r = T.alloc_shared((S, C, K), op)
+            qd_r = T.alloc_shared((S, C, K), op) if outputs else None
             kr_r = T.alloc_shared((S, C, K), op)
             U0_r = T.alloc_shared((S, C, BP), op)
             Mqk_r = T.alloc_shared((S, C, C), op) if outputs else None
@@ -221,10 +184,8 @@ def build_k2(cfg: K2Config):
             full = T.alloc_barrier(arrive_count=[32] * S)
             empty = T.alloc_barrier(arrive_count=[NW * WARPGROUP] * S)
 
-            frags = [(T.alloc_fragment((BV, K), f32), T.alloc_fragment((BV, K), op),
-                      T.alloc_fragment((BV, 2 * C if merged else C), f32),
-                      T.alloc_fragment((BV, C), f32) if outputs else None, T.alloc_fragment((BV, C), op),
-                      T.alloc_fragment((BV, K), f32) if cfg.gc_pre and outputs else None)
+            frags = [(T.alloc_fragment((BV, K), f32), T.alloc_fragment((BV, K), op), T.alloc_fragment((BV, C), f32),
+                      T.alloc_fragment((BV, C), f32) if outputs else None, T.alloc_fragment((BV, C), op))
                      for _ in range(NW)]
 
             if cfg.min_blocks:
