@@ -36,6 +36,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13a # K1 beside K2 (overlap_round), release check (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round15f # K1 head-major program order vs released (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round15e # K1 (released) counters and source-level stalls (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round15d # K2 step forms (needs commit a8a4af4's K2 knobs) (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round15c # K2 source-level stalls, released and no_store (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round15b # merged output products: micro + K2 (K2 part: commit a8a4af4) (~1 min)
@@ -314,6 +316,29 @@ case "$mode" in
     timeout 280 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
       -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -8 ;;
+  round15f)
+    # session 15: K1 in head-major program order (K1Config.head_major) against the released K1
+    # (k1_round: correctness against float64, workspace compared, then times), then its DRAM
+    # throughput under ncu at H96 1x8192
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 300 python bench/k1_round.py 1,64,12,holes,diag 1,64,12,holes,diag,hm > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -6 "$OUT/k1_round.log"
+    timeout 120 ncu --clock-control none --profile-from-start off -k regex:k1 --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --csv python bench/k1_round.py ncu 1,64,12,holes,diag,hm \
+      > "$OUT/k1_hm_ncu.csv" 2> "$OUT/k1_hm_ncu.err"
+    grep -E "DRAM Throughput|Duration|L2 Hit Rate|Memory Throughput" "$OUT/k1_hm_ncu.csv" | cut -d, -f13-15 ;;
+  round15e)
+    # session 15: the released K1 at H96 1x8192 (cu_seqlens): speed of light, occupancy, memory,
+    # warp states, and stalls per SASS instruction
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 200 ncu --clock-control none --profile-from-start off -k regex:k1 --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats \
+      --section SchedulerStats --section SourceCounters -o "$OUT/k1_src" \
+      python bench/k1_round.py ncu ${K1_NCU:-1,64,12,holes,diag} > "$OUT/k1_ncu.log" 2>&1; tail -1 "$OUT/k1_ncu.log"
+    ncu --import "$OUT/k1_src.ncu-rep" --csv --page details > "$OUT/k1_details.csv" 2> "$OUT/k1_src.err"
+    ncu --import "$OUT/k1_src.ncu-rep" --page source --csv --print-source sass > "$OUT/k1_src.csv" 2>> "$OUT/k1_src.err"
+    grep -E "DRAM Throughput|Duration|Achieved Occupancy|Theoretical Occupancy|Registers Per|Issue Slots Busy|Warp Cycles Per Issued|Block Limit|L1/TEX Hit|L2 Hit|Mem Busy|Max Bandwidth" "$OUT/k1_details.csv" | cut -d, -f13-15 | head -24
+    python bench/ncu_source_top.py "$OUT/k1_src.csv" 25 || head -c 600 "$OUT/k1_src.err" ;;
   round15d)
     # session 15: K2's chain step with U0 in the first group's accumulator (ua) and gC read while
     # it runs (gp), alone and with the merged output products (mo), against the released step;
