@@ -36,7 +36,9 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13a # K1 beside K2 (overlap_round), release check (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
-#   source .devbundle/activate.sh && bash bench/device_round.sh round15f # K1 head-major program order vs released (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round15h # release (K1 dyn_search): build, GPU matrix, split tests, stage times (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round15g # K1: slot search of bit_length(N - 1) steps, 13 programs an SM (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round15f # K1 head-major order (its knob was not kept: bench/NOTES.md, session 15)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round15e # K1 (released) counters and source-level stalls (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round15d # K2 step forms (needs commit a8a4af4's K2 knobs) (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round15c # K2 source-level stalls, released and no_store (~2 min)
@@ -316,6 +318,26 @@ case "$mode" in
     timeout 280 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
       -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -8 ;;
+  round15h)
+    # session 15: the release with the varlen K1's slot search of as many steps as N needs
+    # (K1Config.dyn_search) through the host entry: build, the GPU matrix without and then with the
+    # split tests (T up to 1M; the split runs the varlen K1), stage times
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 170 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
+      -k "not split" > "$OUT/pytest_gpu.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
+    OUT="$OUT/split" timeout 210 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      -k split > "$OUT/pytest_gpu_split.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu_split.log" | tail -4
+    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -9 ;;
+  round15g)
+    # session 15: K1's slot search with as many steps as N needs (K1Config.dyn_search) and 13
+    # programs an SM (72 registers, the shared-memory limit), against the released K1
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 300 python bench/k1_round.py 1,64,12,holes,diag 1,64,12,holes,diag,ds 1,64,13,holes,diag \
+      1,64,13,holes,diag,ds > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -7 "$OUT/k1_round.log" ;;
   round15f)
     # session 15: K1 in head-major program order (K1Config.head_major) against the released K1
     # (k1_round: correctness against float64, workspace compared, then times), then its DRAM

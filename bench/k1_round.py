@@ -31,7 +31,7 @@ from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 C = 16
-RELEASED = "1,64,12,holes,diag"  # the registry's K1 (holes: varlen builds only)
+RELEASED = "1,64,12,holes,diag,ds"  # the registry's K1 (holes, ds: varlen builds only)
 DEFAULT = [RELEASED, "1,64,10", "2,128,5", "1,64,12,fast"]
 _K = {}
 
@@ -42,7 +42,8 @@ def k1_config(spec, varlen, fast=False):
     return K1Config(varlen=varlen, fast_math=fast or "fast" in rest, chunks_per_cta=int(cpb), threads=int(th),
                     min_blocks=int(mb), ftz="noftz" not in rest, probe=probe[0] if probe else "",
                     skip_holes=varlen and "holes" in rest,
-                    mqk_split=next((r[4:] for r in rest if r.startswith("mqk=")), ""), mqk_diag="diag" in rest)
+                    mqk_split=next((r[4:] for r in rest if r.startswith("mqk=")), ""), mqk_diag="diag" in rest,
+                    dyn_search=varlen and "ds" in rest)
 
 
 def compiled(cfg):

@@ -112,11 +112,14 @@ class K1Config:
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
     # store), v (the v load), inverse, ab (the Wk and U0 products and stores).
+    # varlen: the slot search runs bit_length(N - 1) steps, not SEARCH_STEPS
+    dyn_search: bool = False
     probe: str = ""
 
     @property
     def name(self) -> str:
         return ("k1_prepare_" + ("varlen" if self.varlen else "fixed") + ("_fast" if self.fast_math else "")
+                + ("_ds" if self.dyn_search and self.varlen else "")
                 + ("_skipholes" if self.skip_holes else "")
                 + (f"_mqk{self.mqk_split}" if self.mqk_split else "")
                 + ("_mqkdiag" if self.mqk_diag else "")

@@ -88,7 +88,10 @@ def build_k1(cfg: K1Config):
         lo = T.alloc_var("int32", init=0)
         hi = T.alloc_var("int32", init=N1 - 2)
         f_mid = T.alloc_var("int32", init=0)
-        for _ in T.serial(SEARCH_STEPS):
+        # dyn_search: bit_length(N1 - 2) steps (what N1 - 1 candidates need) instead of the
+        # SEARCH_STEPS that the largest N needs
+        steps = T.min(32 - T.clz(T.max(N1 - 2, 0)), SEARCH_STEPS) if cfg.dyn_search else SEARCH_STEPS
+        for _ in T.serial(steps):
             # lo, hi stay in [0, N1 - 2]; the clamps say so to `verify`, which does
             # not infer loop invariants. Once lo == hi a step loads nothing, so the
             # chain of dependent loads is ceil(log2 N) long, not SEARCH_STEPS.
