@@ -351,6 +351,8 @@ class Translator:
             t = bitop(name.split(".")[1], vals, str(e.dtype))
             self._oblige(t, e.dtype, e)
             return t
+        if name == "tirx.clz" and self._is_int(e) and len(args) == 1 and is_int_dtype(args[0].dtype):
+            return clz(self.int(args[0]), int(args[0].dtype.bits))
         if name == "tirx.tvm_access_ptr":
             if self.ptr_fn is not None:
                 self.ptr_fn(e)
@@ -412,6 +414,15 @@ def truncdiv(a, b):
 
 def truncmod(a, b):
     return a - b * truncdiv(a, b)
+
+
+def clz(x, width):
+    """Leading zeros of the width-bit two's complement x: 0 for x < 0, width for x = 0, and
+    width - k for 2^(k-1) <= x < 2^k (a chain of linear comparisons, no bit-vectors)."""
+    r = z3.IntVal(0)
+    for k in range(width - 1, 0, -1):
+        r = z3.If(x < 2**k, width - k, r)
+    return z3.If(x < 0, 0, z3.If(x == 0, width, r))
 
 
 def bitop(name, vals, dtype):

@@ -242,3 +242,37 @@ PASS_CONFIGS.update(search_probe_in_if=RAW, search_probe_overrun=RAW)
 PRECONDITIONS.update(search_probe_in_if=["N1 >= 2", "N1 <= 2**16"], search_probe_overrun=["N1 >= 2", "N1 <= 2**16"])
 EXPECT.update(search_probe_in_if=None, search_probe_overrun="bounds.global")
 TWIN.update(search_probe_overrun="search_probe_in_if")
+
+
+# A loop whose trip count is a bit length, 32 - clz(x) (K1's slot search runs
+# min(32 - clz(N1 - 2), SEARCH_STEPS) steps since session 15): clz is modelled exactly, so up to
+# N1 = 2**20 the uncapped count reaches 20 and overruns out[16] (a true counterexample needs
+# N1 > 2**16 + 1), while the count capped at 16 proves.
+def _clz_steps(name, cap):
+    N1 = T.dynamic("N1")
+
+    @T.prim_func
+    def steps(cu: T.Tensor((N1,), "int64"), out: T.Tensor((16,), "int32")):
+        with T.Kernel(1, threads=32) as bx:
+            tx = T.get_thread_binding()
+            n = 32 - T.clz(T.max(N1 - 2, 0))        # bit_length(N1 - 2): up to 20 for N1 <= 2**20
+            for i in T.serial(T.min(n, 16) if cap else n):
+                if tx == 0:
+                    out[i] = T.Cast("int32", cu[0]) + i
+    steps.__name__ = name
+    return steps
+
+
+def clz_steps_capped():
+    return _clz_steps("clz_steps_capped", True)
+
+
+def clz_steps_uncapped():
+    return _clz_steps("clz_steps_uncapped", False)
+
+
+KERNELS.update(clz_steps_capped=clz_steps_capped, clz_steps_uncapped=clz_steps_uncapped)
+PASS_CONFIGS.update(clz_steps_capped=RAW, clz_steps_uncapped=RAW)
+PRECONDITIONS.update(clz_steps_capped=["N1 >= 2", "N1 <= 2**20"], clz_steps_uncapped=["N1 >= 2", "N1 <= 2**20"])
+EXPECT.update(clz_steps_capped=None, clz_steps_uncapped="bounds.global")
+TWIN.update(clz_steps_uncapped="clz_steps_capped")
