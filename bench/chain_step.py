@@ -9,7 +9,9 @@ on operands that stay in shared memory (no loads, no producer), so the time per 
 chain's latency at the given number of warpgroups per SM. CTAs of one warpgroup are launched
 132 * m at a time for m warpgroups per SM (as many as the registers let the SM hold).
 
-    python bench/chain_step.py [--steps 4096] [--out DIR]
+    python bench/chain_step.py [--steps 4096] [--forms split,merged,merged_zm,no_o] [--out DIR]
+
+Each form (see `build`) is timed at 1, 2 and 3 warpgroups an SM, with the decay after wait(1).
 """
 import argparse
 import json

@@ -109,11 +109,12 @@ class K1Config:
     # (read-only cu_seqlens, so the return is block-uniform). Released for varlen (registry);
     # session 11's form, the body under an `if`, cost 9% elsewhere.
     skip_holes: bool = False
+    # varlen: the slot search runs bit_length(N - 1) steps, not SEARCH_STEPS. Released for varlen
+    # (registry): one sequence 0.529 -> 0.513 ms at H96 1x8192 (bench/NOTES.md, session 15).
+    dyn_search: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
     # store), v (the v load), inverse, ab (the Wk and U0 products and stores).
-    # varlen: the slot search runs bit_length(N - 1) steps, not SEARCH_STEPS
-    dyn_search: bool = False
     probe: str = ""
 
     @property

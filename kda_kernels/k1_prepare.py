@@ -83,13 +83,12 @@ def build_k1(cfg: K1Config):
         Slot s holds chunk j of sequence n when s = f(n) + j, f(n) = bos_n // C + n,
         j < ceil(len_n / C): f grows by at least ceil(len_n / C) from n to n + 1, so the
         ranges are disjoint and below NC = T // C + N. n is the largest with f(n) <= s: a
-        binary search of SEARCH_STEPS steps for N <= MAX_SEQUENCES (cu_seqlens clamped to
-        [0, T], so that any contents stay inside the buffers)."""
+        binary search of SEARCH_STEPS steps for N <= MAX_SEQUENCES, or with dyn_search of
+        bit_length(N1 - 2), what its N1 - 1 candidates need (cu_seqlens clamped to [0, T], so
+        that any contents stay inside the buffers)."""
         lo = T.alloc_var("int32", init=0)
         hi = T.alloc_var("int32", init=N1 - 2)
         f_mid = T.alloc_var("int32", init=0)
-        # dyn_search: bit_length(N1 - 2) steps (what N1 - 1 candidates need) instead of the
-        # SEARCH_STEPS that the largest N needs
         steps = T.min(32 - T.clz(T.max(N1 - 2, 0)), SEARCH_STEPS) if cfg.dyn_search else SEARCH_STEPS
         for _ in T.serial(steps):
             # lo, hi stay in [0, N1 - 2]; the clamps say so to `verify`, which does
