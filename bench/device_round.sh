@@ -36,6 +36,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13a # K1 beside K2 (overlap_round), release check (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round16a # U0 = Ab v formed in K2 (u0k2): K1 and K2 through the JIT, ncu (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round15h # release (K1 dyn_search): build, GPU matrix, split tests, stage times (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round15g # K1: slot search of bit_length(N - 1) steps, 13 programs an SM (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round15f # K1 head-major order (its knob was not kept: bench/NOTES.md, session 15)
@@ -318,6 +319,20 @@ case "$mode" in
     timeout 280 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
       -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -8 ;;
+  round16a)
+    # session 16: K1 writes Ab's bf16 parts in place of U0 and reads no v; K2 forms U0 = Ab v
+    # (K1Config/K2Config.u0_in_k2), each against the released build through the JIT; then ncu of both
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 200 python bench/k1_round.py 1,64,12,holes,diag,ds 1,64,12,holes,diag,ds,u0k2 > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -4 "$OUT/k1_round.log"
+    timeout 200 python bench/k2_round.py 1,3,2 1,3,2,u0k2 > "$OUT/k2_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -5 "$OUT/k2_round.log"
+    timeout 100 ncu --clock-control none --profile-from-start off --section SpeedOfLight --section Occupancy \
+      --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+      -o "$OUT/u0k2" python bench/k2_round.py ncu 1,3,2,u0k2 > "$OUT/u0k2_ncu.log" 2>&1; tail -1 "$OUT/u0k2_ncu.log"
+    ncu --import "$OUT/u0k2.ncu-rep" --csv --page details > "$OUT/u0k2_details.csv" 2> /dev/null
+    grep -E "DRAM Throughput|Duration|Achieved Occupancy|Registers Per|Issue Slots Busy|Warp Cycles Per Issued|Executed Ipc A" \
+      "$OUT/u0k2_details.csv" | cut -d, -f5,13-15 | head -20 ;;
   round15h)
     # session 15: the release with the varlen K1's slot search of as many steps as N needs
     # (K1Config.dyn_search) through the host entry: build, the GPU matrix without and then with the

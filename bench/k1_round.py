@@ -1,10 +1,11 @@
 """K1 variants (kda_kernels/k1_prepare.py knobs) on the GPU, through TileLang's own JIT.
 
-    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz][,holes][,mqk=k|qk][,diag][,p=PROBE]
+    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz][,holes][,mqk=k|qk][,diag][,ds][,u0k2][,p=PROBE]
 
 holes (K1Config.skip_holes, varlen builds only): a program whose slot holds no chunk returns first.
 mqk=k|qk (K1Config.mqk_split): Mqk from bf16 hi + lo operands. diag (K1Config.mqk_diag): Mqk's
-diagonal from an fp32 dot of the raw rows.
+diagonal from an fp32 dot of the raw rows. u0k2 (K1Config.u0_in_k2): K1 writes Ab's bf16 parts in
+place of U0 and reads no v; the K2 it feeds then forms U0 = Ab v (K2Config.u0_in_k2).
 
 p=PROBE (K1Config.probe, e.g. p=colstore+ab) leaves parts of the kernel out: timed, but it fails
 the check by construction.
@@ -43,7 +44,26 @@ def k1_config(spec, varlen, fast=False):
                     min_blocks=int(mb), ftz="noftz" not in rest, probe=probe[0] if probe else "",
                     skip_holes=varlen and "holes" in rest,
                     mqk_split=next((r[4:] for r in rest if r.startswith("mqk=")), ""), mqk_diag="diag" in rest,
-                    dyn_search=varlen and "ds" in rest)
+                    dyn_search=varlen and "ds" in rest, u0_in_k2="u0k2" in rest)
+
+
+_NAMES = {}
+
+
+def param_names(cfg):
+    """The kernel's parameters in call order, by buffer name."""
+    if cfg not in _NAMES:
+        if isinstance(cfg, K1Config):
+            from kda_kernels.k1_prepare import build_k1 as build
+        else:
+            from kda_kernels.k2_recurrence import build_k2 as build
+        f = build(cfg)
+        _NAMES[cfg] = [f.buffer_map[p].name if p in f.buffer_map else p.name for p in f.params]
+    return _NAMES[cfg]
+
+
+def args_for(cfg, named):
+    return [named[n] for n in param_names(cfg)]
 
 
 def compiled(cfg):
@@ -75,28 +95,29 @@ def run_k1(spec, d, fast=False):
     varlen = d["cu"] is not None
     B, T, H, _ = d["q"].shape
     NC = T // C + (d["cu"].numel() - 1) if varlen else B * ((T + C - 1) // C)
-    ws = workspace(H, NC)
-    args = [d["q"], d["k"], d["v"], d["g"], d["beta"], d["A_log"], d["dt_bias"]] + ([d["cu"]] if varlen else [])
-    args += [-5.0, 128 ** -0.5] + list(ws.values())
-    kern = compiled(k1_config(spec, varlen, fast))
+    cfg = k1_config(spec, varlen, fast)
+    ws = workspace(H, NC, cfg.u0_in_k2)
+    args = args_for(cfg, dict(d, **ws, cu_seqlens=d["cu"], lower_bound=-5.0, scale=128 ** -0.5))
+    kern = compiled(cfg)
     return (lambda: kern(*args)), ws
 
 
-def workspace(H, NC):
-    """K1's outputs in K1's order (Wk, qd, kr, U0, Mqk, gC), NaN-poisoned."""
+def workspace(H, NC, u0k2=False):
+    """K1's outputs (Wk, qd, kr, U0 or Abh and Abl, Mqk, gC), NaN-poisoned."""
     f16 = torch.float16
     ws = {n: torch.full((H, NC * C, 128), float("nan"), device="cuda", dtype=f16) for n in ("Wk", "qd", "kr", "U0")}
+    ws["Abh"], ws["Abl"] = (torch.full((H, NC * C, C), float("nan"), device="cuda", dtype=torch.bfloat16)
+                            for _ in range(2))
     ws["Mqk"] = torch.full((H, NC * C, C), float("nan"), device="cuda", dtype=f16)
     ws["gC"] = torch.full((H, NC, 128), float("nan"), device="cuda")
-    return {n: ws[n] for n in ("Wk", "qd", "kr", "U0", "Mqk", "gC")}
+    return {n: ws[n] for n in ("Wk", "qd", "kr") + (("Abh", "Abl") if u0k2 else ("U0",)) + ("Mqk", "gC")}
 
 
 def run_k2(d, ws):
     varlen = d["cu"] is not None
     o = torch.full_like(d["v"], float("nan"))
-    kern = compiled(K2Config(varlen=varlen))
-    args = list(ws.values()) + ([d["cu"]] if varlen else []) + [o]
-    kern(*args)
+    cfg = K2Config(varlen=varlen, u0_in_k2="Abh" in ws)
+    compiled(cfg)(*args_for(cfg, dict(ws, v=d["v"], cu_seqlens=d["cu"], o=o)))
     return o
 
 
@@ -127,10 +148,13 @@ def correctness(spec, fast=False):
 
 
 def same_workspace(a, b):
-    """max over the six outputs of max|a - b| / max|b| on the slots both wrote; NaN where only one wrote."""
+    """max over the outputs both have of max|a - b| / max|b| on the slots both wrote; NaN where only
+    one wrote (Wk compared up to its sign where one of the two is u0_in_k2's)."""
     worst = 0.0
-    for n in a:
+    for n in set(a) & set(b):
         x, y = a[n].float(), b[n].float()
+        if n == "Wk" and ("U0" in a) != ("U0" in b):
+            x = -x
         if not torch.equal(torch.isnan(x), torch.isnan(y)):
             return float("nan")
         m = ~torch.isnan(y)
@@ -196,7 +220,8 @@ def main():
     shapes = [s for s in SHAPES if not only or s[0] in only]
     if specs[0] != RELEASED:
         specs = [RELEASED] + specs
-    prewarm([k1_config(s, v) for s in specs for v in (False, True)] + [K2Config(varlen=v) for v in (False, True)])
+    prewarm([k1_config(s, v) for s in specs for v in (False, True)]
+            + [K2Config(varlen=v, u0_in_k2=u) for v in (False, True) for u in {"u0k2" in s for s in specs}])
     rows = []
     base = {}
     for spec in specs:
@@ -216,7 +241,8 @@ def main():
                 base[label] = {n: t.clone() for n, t in ws.items()}
             row[f"diff {label}"] = same_workspace(ws, base[label]) if label in base else None
             row[f"{label} ms"] = do_bench(go, warmup=10, rep=100, return_mode="median")
-            moved = sum(d[n].numel() * d[n].element_size() for n in ("q", "k", "v", "g", "beta"))
+            moved = sum(d[n].numel() * d[n].element_size() for n in ("q", "k", "v", "g", "beta")
+                        if n != "v" or "U0" in ws)
             moved += sum(t.numel() * t.element_size() for t in ws.values())
             row[f"{label} floor ms"] = moved / 4.27e12 * 1e3
             del ws, d

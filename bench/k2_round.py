@@ -32,9 +32,14 @@ def k2_config(spec, varlen):
     """spec: consumers,stages,min_blocks[,probe] (session 15's step forms "mo", "ua", "gp" are in
     commit a8a4af4)"""
     nw, st, mb, *rest = spec.split(",")
-    probe = list(rest)
+    probe = [r for r in rest if r != "u0k2"]
     return K2Config(varlen=varlen, initial_state="float32", final_state=True, consumers=int(nw), stages=int(st),
-                    min_blocks=int(mb), probe=probe[0] if probe else "")
+                    min_blocks=int(mb), probe=probe[0] if probe else "", u0_in_k2="u0k2" in rest)
+
+
+def k1_spec(spec):
+    """The K1 that feeds K2 variant `spec`: the released one, with u0k2 where K2 forms U0."""
+    return k1_round.RELEASED + (",u0k2" if "u0k2" in spec.split(",") else "")
 
 
 def k2_call(spec, d, ws, h0):
@@ -42,8 +47,9 @@ def k2_call(spec, d, ws, h0):
     N = d["cu"].numel() - 1 if varlen else d["q"].shape[0]
     o = torch.full_like(d["v"], float("nan"))
     ht = torch.full((N,) + h0.shape[1:], float("nan"), device="cuda")
-    kern = k1_round.compiled(k2_config(spec, varlen))
-    args = list(ws.values()) + ([d["cu"]] if varlen else []) + [h0, o, ht]
+    cfg = k2_config(spec, varlen)
+    kern = k1_round.compiled(cfg)
+    args = k1_round.args_for(cfg, dict(ws, v=d["v"], cu_seqlens=d["cu"], h0=h0, o=o, ht=ht))
     return (lambda: kern(*args)), o, ht
 
 
@@ -62,7 +68,7 @@ def correctness(spec):
         d = k1_round.inputs(B, T, H, lens, seed=300 + i)
         N = len(lens) if lens else B
         h0 = torch.randn(N, H, 128, 128, device="cuda")
-        go1, ws = k1_round.run_k1(k1_round.RELEASED, d)
+        go1, ws = k1_round.run_k1(k1_spec(spec), d)
         go1()
         go2, o, ht = k2_call(spec, d, ws, h0)
         go2()
@@ -83,7 +89,7 @@ SHAPES = [("H96 1x8192", 8192, 96, [8192]), ("H64 8x1024", 8192, 64, [1024] * 8)
 def ncu(spec):
     """One K1 and one K2 launch at H96 1x8192 (cu_seqlens) for ncu."""
     d = k1_round.inputs(1, 8192, 96, [8192], seed=7)
-    go1, ws = k1_round.run_k1(k1_round.RELEASED, d)
+    go1, ws = k1_round.run_k1(k1_spec(spec), d)
     go2, _, _ = k2_call(spec, d, ws, torch.randn(1, 96, 128, 128, device="cuda"))
     k1_round.profiled(go1, go2)
 
@@ -95,7 +101,7 @@ def main():
             ncu(spec)
         return
     specs = sys.argv[1:] or DEFAULT
-    k1_round.prewarm([k1_round.k1_config(k1_round.RELEASED, v) for v in (False, True)]
+    k1_round.prewarm(list({k1_round.k1_config(k1_spec(s), v) for s in specs for v in (False, True)})
                      + [k2_config(s, v) for s in specs for v in (False, True)])
     rows = []
     for spec in specs:
@@ -108,7 +114,7 @@ def main():
         row = dict(variant=spec, err=err, ok=err <= 5e-3, check_s=round(time.perf_counter() - t0, 1))
         for label, T, H, lens in SHAPES:
             d = k1_round.inputs(1, T, H, lens, seed=7)
-            go1, ws = k1_round.run_k1(k1_round.RELEASED, d)
+            go1, ws = k1_round.run_k1(k1_spec(spec), d)
             go1()
             go2, o, ht = k2_call(spec, d, ws, torch.randn(len(lens), H, 128, 128, device="cuda"))
             go2()

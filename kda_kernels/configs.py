@@ -112,6 +112,10 @@ class K1Config:
     # varlen: the slot search runs bit_length(N - 1) steps, not SEARCH_STEPS. Released for varlen
     # (registry): one sequence 0.529 -> 0.513 ms at H96 1x8192 (bench/NOTES.md, session 15).
     dyn_search: bool = False
+    # K2 forms U0 = Ab v itself, from v and Ab's bf16 hi + lo parts (Abh, Abl) that K1 writes in
+    # place of U0; K1 then reads no v and writes Wk negated (K2's U = Ab v + Sh (-Wk)^T comes out
+    # of one accumulator). Pairs with K2Config.u0_in_k2.
+    u0_in_k2: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
     # store), v (the v load), inverse, ab (the Wk and U0 products and stores).
@@ -124,6 +128,7 @@ class K1Config:
                 + ("_skipholes" if self.skip_holes else "")
                 + (f"_mqk{self.mqk_split}" if self.mqk_split else "")
                 + ("_mqkdiag" if self.mqk_diag else "")
+                + ("_u0k2" if self.u0_in_k2 else "")
                 + (f"_probe_{self.probe.replace('+', '_')}" if self.probe else ""))
 
     def pass_configs(self) -> dict:
@@ -176,6 +181,9 @@ class K2Config(StateIO):
     # as maps[n, g] = [B; M] and no output; "seg" (pass C) runs each segment from the start state
     # that kda_kernels/k2_scan.py composed from the maps, writing the output only.
     mode: str = "full"
+    # U0 = Ab v formed here from v and K1's Abh, Abl (K1Config.u0_in_k2), in the accumulator of
+    # Sh (-Wk)^T; v then fixes T for pass A too.
+    u0_in_k2: bool = False
     # Measurement only, never released: "no_store" skips the output stores. (Two ways to take the
     # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->
     # 0.453 ms at H96 1x8192, and each chunk's output stored during the next chunk's first
@@ -205,23 +213,25 @@ class K2Config(StateIO):
         if self.mode != "full":
             return (f"k2_{self.mode}_" + ("varlen" if self.varlen else "fixed")
                     + (f"_c{self.consumers}" if self.consumers != 1 else "")
+                    + ("_u0k2" if self.u0_in_k2 else "")
                     + (f"_probe_{self.probe}" if self.probe else ""))
         return ("k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{self.state_tag}"
                 + (f"_c{self.consumers}" if self.consumers != 1 else "")
+                + ("_u0k2" if self.u0_in_k2 else "")
                 + (f"_probe_{self.probe}" if self.probe else ""))
 
     def pass_configs(self) -> dict:
         return {}
 
     def derived_vars(self) -> dict[str, str]:
-        if self.mode == "map":
+        if self.mode == "map" and not self.u0_in_k2:
             return {}  # no tensor of pass A fixes T; the chain's entry derives NC from K1's
         if self.varlen:
             return {"NC": "T // 16 + (N1 - 1)"}
         return {"NC": "B * ((T + 15) // 16)"}
 
     def preconditions(self) -> list[str]:
-        if self.mode == "map":
+        if self.mode == "map" and not self.u0_in_k2:
             # the preconditions below with T eliminated (NC as the entry derives it from T)
             pre = ["HV >= 1", "HV <= 256"]
             if self.varlen:

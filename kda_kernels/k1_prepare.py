@@ -48,6 +48,9 @@ def build_k1(cfg: K1Config):
     assert not cfg.skip_holes or (cfg.varlen and CPB == 1), "skip_holes: varlen, one chunk a program"
     assert cfg.mqk_split in ("", "k", "qk"), cfg.mqk_split
     split_k, split_q = cfg.mqk_split != "", cfg.mqk_split == "qk"
+    u0k2 = cfg.u0_in_k2
+    assert not (u0k2 and split_k), "u0_in_k2 with the fp16 Wk operand only"
+    wk_sign = -1.0 if u0k2 else 1.0
 
     def sigm(x, fast):
         if cfg.ftz and not fast:
@@ -65,12 +68,12 @@ def build_k1(cfg: K1Config):
     N1 = T.dynamic("N1")
 
     @T.macro
-    def ab_product(Ab_s, x_s, st_s, acc, out, slot_len, bc, hv):
-        """out = Ab x for this program's chunks, staged in st_s (x_s itself where x_s is free after
-        the product) so that the global stores are 16-byte rows."""
+    def ab_product(Ab_s, x_s, st_s, acc, out, slot_len, bc, hv, sign):
+        """out = sign Ab x for this program's chunks, staged in st_s (x_s itself where x_s is free
+        after the product) so that the global stores are 16-byte rows."""
         T.gemm(Ab_s, x_s, acc, clear_accum=True)
         for r, e in T.Parallel(R, K):
-            st_s[r, e] = T.Cast(cfg.ws_dtype, acc[r, e])
+            st_s[r, e] = T.Cast(cfg.ws_dtype, acc[r, e] if sign > 0 else -acc[r, e])
         for r, e in T.Parallel(R, K):
             c = r // C
             if slot_len[c] > 0 and bc * CPB + c < NC:
@@ -110,7 +113,7 @@ def build_k1(cfg: K1Config):
         return t0, T.if_then_else(slot < NC, ln, 0)
 
     @T.macro
-    def _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Mqk, gC):
+    def _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Abh, Abl, Mqk, gC):
         with T.Kernel(T.ceildiv(NC, CPB), HV, threads=cfg.threads) as (bc, hv):
             slot_b = T.alloc_shared((CPB,), "int32")
             slot_t0 = T.alloc_shared((CPB,), "int32")
@@ -139,8 +142,12 @@ def build_k1(cfg: K1Config):
             M_s = T.alloc_shared((R, C), accum)
 
             # the operands of Wk = Ab kd and U0 = Ab v: v in fp16 and the block-diagonal Ab
-            v_s = T.alloc_shared((R, V), cfg.ws_dtype)
+            v_s = None if u0k2 else T.alloc_shared((R, V), cfg.ws_dtype)
             Ab_s = T.alloc_shared((R, R), cfg.mat_dtype)
+            if u0k2:
+                # Ab's bf16 hi and lo parts, K2's operands of U0 = Ab v
+                abh_s = T.alloc_shared((R, C), cfg.in_dtype)
+                abl_s = T.alloc_shared((R, C), cfg.in_dtype)
             WU = T.alloc_fragment((R, K), accum)
 
             Lf = T.alloc_fragment((R, R), accum)
@@ -332,14 +339,15 @@ def build_k1(cfg: K1Config):
             # v by cp.async into the space q_s and k_s held, as raw bf16 bits in v_s (converted to
             # fp16 in place before the U0 product), in flight behind the L and M extraction, the
             # Mqk store and the inverse. Rows as in the q, k, g copies (V == K).
-            for it in T.unroll(NPASS):
-                r = it * RPP + tx // LPR
-                e8 = tx % LPR
-                T.ptx_cp_async(T.access_ptr(v_s[r, e8 * 8], "w", 8),
-                               T.access_ptr(v[T.max(T.min(ld_b[it], B - 1), 0), T.max(T.min(ld_t[it], Tn - 1), 0),
-                                              hv, e8 * 8], "r", 8), 8,
-                               ld_ok[it] and "v" not in skip)
-            T.ptx_commit_group()
+            if not u0k2:
+                for it in T.unroll(NPASS):
+                    r = it * RPP + tx // LPR
+                    e8 = tx % LPR
+                    T.ptx_cp_async(T.access_ptr(v_s[r, e8 * 8], "w", 8),
+                                   T.access_ptr(v[T.max(T.min(ld_b[it], B - 1), 0), T.max(T.min(ld_t[it], Tn - 1), 0),
+                                                  hv, e8 * 8], "r", 8), 8,
+                                   ld_ok[it] and "v" not in skip)
+                T.ptx_commit_group()
 
             if "lm" not in skip:
                 for r, j in T.Parallel(R, R):
@@ -377,29 +385,41 @@ def build_k1(cfg: K1Config):
                     acol[i] = acc4
                 for i in T.unroll(C):
                     Ab_s[c * C + i, c * C + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[c * C + j])
+                    if u0k2:
+                        abh_s[c * C + i, j] = T.Cast(cfg.in_dtype, acol[i] * beta_s[c * C + j])
+                        abl_s[c * C + i, j] = T.Cast(cfg.in_dtype, acol[i] * beta_s[c * C + j]
+                                                     - T.Cast(accum, T.Cast(cfg.in_dtype, acol[i] * beta_s[c * C + j])))
                     if split_k:
                         Abb_s[c * C + i, c * C + j] = T.Cast(cfg.in_dtype, acol[i] * beta_s[c * C + j])
 
-            # v in fp16 (|v| must stay below 65504, as K2's state): each thread converts the bytes
-            # it copied
-            T.ptx_wait_group(0)
-            vr = T.alloc_local((NPASS * 8,), cfg.ws_dtype)
-            vh = T.alloc_local((NPASS * 8,), cfg.ws_dtype)
-            for it in T.unroll(NPASS):
-                for i in T.vectorized(8):
-                    vr[it * 8 + i] = v_s[it * RPP + tx // LPR, tx % LPR * 8 + i]
-            for j in T.unroll(NPASS * 8):
-                vh[j] = T.Cast(cfg.ws_dtype, T.reinterpret(vr[j], cfg.in_dtype))
-            for it in T.unroll(NPASS):
-                for i in T.vectorized(8):
-                    v_s[it * RPP + tx // LPR, tx % LPR * 8 + i] = vh[it * 8 + i]
-            # Wk = Ab kd and U0 = Ab v
+            if u0k2:
+                for r, j in T.Parallel(R, C):
+                    c = r // C
+                    if slot_len[c] > 0 and bc * CPB + c < NC:
+                        Abh[hv, (bc * CPB + c) * C + r % C, j] = abh_s[r, j]
+                        Abl[hv, (bc * CPB + c) * C + r % C, j] = abl_s[r, j]
+            else:
+                # v in fp16 (|v| must stay below 65504, as K2's state): each thread converts the
+                # bytes it copied
+                T.ptx_wait_group(0)
+                vr = T.alloc_local((NPASS * 8,), cfg.ws_dtype)
+                vh = T.alloc_local((NPASS * 8,), cfg.ws_dtype)
+                for it in T.unroll(NPASS):
+                    for i in T.vectorized(8):
+                        vr[it * 8 + i] = v_s[it * RPP + tx // LPR, tx % LPR * 8 + i]
+                for j in T.unroll(NPASS * 8):
+                    vh[j] = T.Cast(cfg.ws_dtype, T.reinterpret(vr[j], cfg.in_dtype))
+                for it in T.unroll(NPASS):
+                    for i in T.vectorized(8):
+                        v_s[it * RPP + tx // LPR, tx % LPR * 8 + i] = vh[it * 8 + i]
+            # Wk = Ab kd (negated with u0_in_k2) and U0 = Ab v
             if "ab" not in skip:
                 if split_k:
-                    ab_product(Abb_s, k_s, wk_s, WU, Wk, slot_len, bc, hv)
+                    ab_product(Abb_s, k_s, wk_s, WU, Wk, slot_len, bc, hv, wk_sign)
                 else:
-                    ab_product(Ab_s, kdh_s, kdh_s, WU, Wk, slot_len, bc, hv)
-                ab_product(Ab_s, v_s, v_s, WU, U0, slot_len, bc, hv)
+                    ab_product(Ab_s, kdh_s, kdh_s, WU, Wk, slot_len, bc, hv, wk_sign)
+                if not u0k2:
+                    ab_product(Ab_s, v_s, v_s, WU, U0, slot_len, bc, hv, 1.0)
 
     # One signature; a fixed batch drops cu_seqlens, so that it stays out of the IR that `verify`
     # and `host_codegen` read.
@@ -419,9 +439,12 @@ def build_k1(cfg: K1Config):
         qd: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
         kr: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
         U0: T.Tensor((HV, NC * C, V), cfg.ws_dtype),
+        Abh: T.Tensor((HV, NC * C, C), cfg.in_dtype),
+        Abl: T.Tensor((HV, NC * C, C), cfg.in_dtype),
         Mqk: T.Tensor((HV, NC * C, C), cfg.mat_dtype),
         gC: T.Tensor((HV, NC, K), "float32"),
     ):
-        _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Mqk, gC)
+        _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Abh, Abl, Mqk, gC)
 
-    return k1_prepare if cfg.varlen else _tir.drop_params(k1_prepare, ["cu_seqlens"])
+    absent = ([] if cfg.varlen else ["cu_seqlens"]) + (["v", "U0"] if u0k2 else ["Abh", "Abl"])
+    return _tir.drop_params(k1_prepare, absent)

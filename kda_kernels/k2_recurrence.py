@@ -77,6 +77,38 @@ def wy_map_step(BV, K, C, op):
     return step
 
 
+def wy_v_step(BV, K, C, op, bf, outputs):
+    """One chunk of the chain (outputs) or of pass A for K2Config.u0_in_k2: U0 = Ab v formed here
+    from v's ring slot (rows at and past `rem` read as 0: the next sequence's tokens, whatever
+    they hold, stay out) and Ab's bf16 hi + lo parts, in the accumulator of Sh (-Wk)^T:
+
+        Ut   = Sh (-Wk)^T + v^T Abh^T + v^T Abl^T
+    """
+
+    @T.macro
+    def step(s, u0_col, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, v_r, Abh_r, Abl_r, Mqk_r, gC_r):
+        T.copy(St, Sh)
+        T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
+        for j, r in T.Parallel(BV, C):
+            Vt[j, r] = T.if_then_else(r < rem, v_r[s, r, u0_col + j], T.Cast(bf, 0))
+        T.wgmma_gemm(Vt, Abh_r[s, :, :], WO, transpose_B=True)
+        T.wgmma_gemm(Vt, Abl_r[s, :, :], WO, transpose_B=True)
+        if outputs:
+            T.wgmma_gemm(Sh, qd_r[s, :, :], Oa, transpose_B=True, clear_accum=True)
+            T.wait_wgmma(1)
+        else:
+            T.wait_wgmma(0)
+        for j, d in T.Parallel(BV, K):
+            St[j, d] = St[j, d] * gC_r[s, d]
+        for j, r in T.Parallel(BV, C):
+            Uh[j, r] = T.Cast(op, WO[j, r])
+        T.wgmma_gemm(Uh, kr_r[s, :, :], St)
+        if outputs:
+            T.wgmma_gemm(Uh, Mqk_r[s, :, :], Oa, transpose_B=True)
+        T.wait_wgmma(0)
+    return step
+
+
 def build_k2(cfg: K2Config):
     K, V, C = cfg.head_dim, cfg.value_dim, CHUNK
     NW = cfg.consumers
@@ -105,14 +137,18 @@ def build_k2(cfg: K2Config):
     # the state rows a (sequence or segment, head) has: pass A adds K identity rows
     ROWS = V + K if mode == "map" else V
     outputs = mode != "map"
-    step = wy_chain_step(BV, K, C, op) if outputs else wy_map_step(BV, K, C, op)
+    u0k2 = cfg.u0_in_k2
+    if u0k2:
+        step = wy_v_step(BV, K, C, op, bf, outputs)
+    else:
+        step = wy_chain_step(BV, K, C, op) if outputs else wy_map_step(BV, K, C, op)
     # Pass A has no tensor that fixes T: its token indices are clamped to the last token that NC
     # allows, which is T or past it (valid cu_seqlens give the same segments as pass C's; any
     # contents stay inside the buffers through the clamps on nch).
-    Tc = Tn if outputs else ((NC - NS) * C + C - 1 if cfg.varlen else NC // B * C)
+    Tc = Tn if outputs or u0k2 else ((NC - NS) * C + C - 1 if cfg.varlen else NC // B * C)
 
     @T.macro
-    def consumer(w, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty,
+    def consumer(w, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Abh_r, Abl_r, Mqk_r, gC_r, full, empty,
                  h0, o, ht, b, n, gs, hv, vb, bos, seqlen, nch):
         T.set_max_nreg(creg, 1)
         v0 = vb * BP + w * BV
@@ -130,7 +166,11 @@ def build_k2(cfg: K2Config):
         for c in T.serial(nch):
             s = c % S
             T.barrier_wait(full[s], (c // S) % 2)
-            if outputs:
+            if u0k2:
+                # the rows of v inside the sequence (none for pass A's identity rows)
+                rem = T.if_then_else(v0 < V, seqlen - c * C, 0)
+                step(s, w * BV, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Abh_r, Abl_r, Mqk_r, gC_r)
+            elif outputs:
                 step(s, w * BV, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
             else:
                 step(s, w * BV, u0s, St, Sh, WO, Uh, Wk_r, kr_r, U0_r, gC_r)
@@ -145,7 +185,8 @@ def build_k2(cfg: K2Config):
             T.copy(St, ht[n, hv, v0:v0 + BV, :])
 
     @T.macro
-    def loader(tx, Wk, qd, kr, U0, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty, hv, vb, slot0, nch):
+    def loader(tx, Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Abh_r, Abl_r, Mqk_r, gC_r, full, empty,
+               b, hv, vb, bos, slot0, nch):
         T.set_max_nreg(preg, 0)
         ub = vb % (V // BP)
         if tx - NW * WARPGROUP < 32:
@@ -157,14 +198,21 @@ def build_k2(cfg: K2Config):
                 if outputs:
                     T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
                 T.tma_copy(kr[hv, row0:row0 + C, :], kr_r[s, :, :], barrier=full[s])
-                T.tma_copy(U0[hv, row0:row0 + C, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
+                if u0k2:
+                    # v's rows past T arrive as zeros (TMA); those past the sequence, masked in the step
+                    t0 = bos + c * C
+                    T.tma_copy(v[b, t0:t0 + C, hv, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
+                    T.tma_copy(Abh[hv, row0:row0 + C, :], Abh_r[s, :, :], barrier=full[s])
+                    T.tma_copy(Abl[hv, row0:row0 + C, :], Abl_r[s, :, :], barrier=full[s])
+                else:
+                    T.tma_copy(U0[hv, row0:row0 + C, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
                 if outputs:
                     T.tma_copy(Mqk[hv, row0:row0 + C, :], Mqk_r[s, :, :], barrier=full[s])
                 T.tma_copy(gC[hv, slot0 + c, :], gC_r[s, :], barrier=full[s])
                 T.barrier_arrive(full[s])
 
     @T.macro
-    def _body(Wk, qd, kr, U0, Mqk, gC, cu_seqlens, h0, o, ht, L=None):
+    def _body(Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, cu_seqlens, h0, o, ht, L=None):
         # the split: G segments of L chunks a sequence (L a scalar parameter that the host derives
         # with G from the shapes, G L >= a sequence's chunks; kda_kernels.configs.split_plan)
         # The sequence is grid x (up to 2^31 - 1; y and z stop at 65535), by = hv * (ROWS / BP) + vb,
@@ -178,14 +226,18 @@ def build_k2(cfg: K2Config):
             Wk_r = T.alloc_shared((S, C, K), op)
             qd_r = T.alloc_shared((S, C, K), op) if outputs else None
             kr_r = T.alloc_shared((S, C, K), op)
-            U0_r = T.alloc_shared((S, C, BP), op)
+            # U0's slot, or v's with u0_in_k2
+            U0_r = T.alloc_shared((S, C, BP), bf if u0k2 else op)
+            Abh_r = T.alloc_shared((S, C, C), bf) if u0k2 else None
+            Abl_r = T.alloc_shared((S, C, C), bf) if u0k2 else None
             Mqk_r = T.alloc_shared((S, C, C), op) if outputs else None
             gC_r = T.alloc_shared((S, K), f32)
             full = T.alloc_barrier(arrive_count=[32] * S)
             empty = T.alloc_barrier(arrive_count=[NW * WARPGROUP] * S)
 
             frags = [(T.alloc_fragment((BV, K), f32), T.alloc_fragment((BV, K), op), T.alloc_fragment((BV, C), f32),
-                      T.alloc_fragment((BV, C), f32) if outputs else None, T.alloc_fragment((BV, C), op))
+                      T.alloc_fragment((BV, C), f32) if outputs else None, T.alloc_fragment((BV, C), op),
+                      T.alloc_fragment((BV, C), bf) if u0k2 else None)
                      for _ in range(NW)]
 
             if cfg.min_blocks:
@@ -206,10 +258,11 @@ def build_k2(cfg: K2Config):
             slot0 = T.max(slot0, 0)
             nch = T.max(T.min(T.ceildiv(seqlen, C), NC - slot0), 0)
             b = 0 if cfg.varlen else n
-            ring = (Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
+            ring = (Wk_r, qd_r, kr_r, U0_r, Abh_r, Abl_r, Mqk_r, gC_r)
             tx = T.get_thread_binding()
             if mode == "full":
                 args = (*ring, full, empty, h0, o, ht, b, n, gs, hv, vb, bos, seqlen, nch)
+                first = (bos, slot0)
             else:
                 # segment gs: chunks [gs L, gs L + L) of the sequence, cut at its end (the segments
                 # past it run no chunk: pass A writes their map as the identity)
@@ -217,13 +270,13 @@ def build_k2(cfg: K2Config):
                 c0 = T.min(gs * L, nch)
                 nch = T.min(L, nch - c0)
                 args = (*ring, full, empty, h0, o, ht, b, n, gs, hv, vb, bos + c0 * C, seqlen - c0 * C, nch)
+                first = (bos + c0 * C, slot0 + c0)
             if tx < WARPGROUP:
                 consumer(0, *frags[0], *args)
             elif NW == 2 and tx < 2 * WARPGROUP:
                 consumer(1, *frags[-1], *args)
             else:
-                loader(tx, Wk, qd, kr, U0, Mqk, gC, *ring, full, empty, hv, vb,
-                       slot0 if mode == "full" else slot0 + c0, nch)
+                loader(tx, Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, *ring, full, empty, b, hv, vb, *first, nch)
 
     # A fresh T.Tensor per parameter: parameters annotated with one shared T.Tensor object become
     # one buffer (TileLang 0.1.x; `verify` checks it: model.params).
@@ -232,6 +285,9 @@ def build_k2(cfg: K2Config):
         qd=T.Tensor((HV, NC * C, K), op),
         kr=T.Tensor((HV, NC * C, K), op),
         U0=T.Tensor((HV, NC * C, V), op),
+        Abh=T.Tensor((HV, NC * C, C), bf),
+        Abl=T.Tensor((HV, NC * C, C), bf),
+        v=T.Tensor((B, Tn, HV, V), bf),
         Mqk=T.Tensor((HV, NC * C, C), op),
         gC=T.Tensor((HV, NC, K), f32),
     )
@@ -249,21 +305,24 @@ def build_k2(cfg: K2Config):
     # they stay out of the IR that `verify` and `host_codegen` read.
     if mode == "full":
         @T.prim_func
-        def k2_recurrence(Wk: ws["Wk"], qd: ws["qd"], kr: ws["kr"], U0: ws["U0"], Mqk: ws["Mqk"], gC: ws["gC"],
-                          cu_seqlens: cu_t, h0: h0_t, o: o_t, ht: ht_t):
-            _body(Wk, qd, kr, U0, Mqk, gC, cu_seqlens, h0, o, ht)
+        def k2_recurrence(Wk: ws["Wk"], qd: ws["qd"], kr: ws["kr"], U0: ws["U0"], Abh: ws["Abh"], Abl: ws["Abl"],
+                          v: ws["v"], Mqk: ws["Mqk"], gC: ws["gC"], cu_seqlens: cu_t, h0: h0_t, o: o_t, ht: ht_t):
+            _body(Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, cu_seqlens, h0, o, ht)
 
         absent = [name for name, present in (("cu_seqlens", cfg.varlen), ("h0", cfg.initial_state is not None),
-                                             ("ht", cfg.final_state)) if not present]
+                                             ("ht", cfg.final_state), ("U0", not u0k2), ("Abh", u0k2),
+                                             ("Abl", u0k2), ("v", u0k2)) if not present]
         return _tir.drop_params(k2_recurrence, absent)
 
     # the split's passes: pass C reads every segment's start state (from k2_scan), pass A writes
     # every segment's [B; M]
     @T.prim_func
-    def k2_split(Wk: ws["Wk"], qd: ws["qd"], kr: ws["kr"], U0: ws["U0"], Mqk: ws["Mqk"], gC: ws["gC"],
-                 cu_seqlens: cu_t, starts: h0_t, o: o_t, maps: ht_t, L: T.int32):
-        _body(Wk, qd, kr, U0, Mqk, gC, cu_seqlens, starts, o, maps, L)
+    def k2_split(Wk: ws["Wk"], qd: ws["qd"], kr: ws["kr"], U0: ws["U0"], Abh: ws["Abh"], Abl: ws["Abl"], v: ws["v"],
+                 Mqk: ws["Mqk"], gC: ws["gC"], cu_seqlens: cu_t, starts: h0_t, o: o_t, maps: ht_t, L: T.int32):
+        _body(Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, cu_seqlens, starts, o, maps, L)
 
     absent = [name for name, present in (("cu_seqlens", cfg.varlen), ("starts", mode == "seg"), ("o", outputs),
-                                         ("maps", mode == "map"), ("qd", outputs), ("Mqk", outputs)) if not present]
+                                         ("maps", mode == "map"), ("qd", outputs), ("Mqk", outputs),
+                                         ("U0", not u0k2), ("Abh", u0k2), ("Abl", u0k2), ("v", u0k2))
+              if not present]
     return _tir.drop_params(k2_split, absent)
