@@ -87,12 +87,14 @@ def wy_v_step(BV, K, C, op, bf, outputs):
 
     @T.macro
     def step(s, u0_col, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, v_r, Abh_r, Abl_r, Mqk_r, gC_r):
-        T.copy(St, Sh)
-        T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
+        # U0's products first: they need no state, so they run while St is converted
         for j, r in T.Parallel(BV, C):
             Vt[j, r] = T.if_then_else(r < rem, v_r[s, r, u0_col + j], T.Cast(bf, 0))
-        T.wgmma_gemm(Vt, Abh_r[s, :, :], WO, transpose_B=True)
+        T.wgmma_gemm(Vt, Abh_r[s, :, :], WO, transpose_B=True, clear_accum=True)
         T.wgmma_gemm(Vt, Abl_r[s, :, :], WO, transpose_B=True)
+        T.wait_wgmma(2)
+        T.copy(St, Sh)
+        T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True)
         if outputs:
             T.wgmma_gemm(Sh, qd_r[s, :, :], Oa, transpose_B=True, clear_accum=True)
             T.wait_wgmma(1)
