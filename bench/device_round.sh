@@ -36,7 +36,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13a # K1 beside K2 (overlap_round), release check (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
-#   source .devbundle/activate.sh && bash bench/device_round.sh round16b # K2 u0k2 with U0's products first, against the released K2 (~2 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round16b # K2 u0k2 against the released K2 through the JIT (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16a # U0 = Ab v formed in K2 (u0k2): K1 and K2 through the JIT, ncu (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round15h # release (K1 dyn_search): build, GPU matrix, split tests, stage times (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round15g # K1: slot search of bit_length(N - 1) steps, 13 programs an SM (~3 min)
@@ -321,7 +321,8 @@ case "$mode" in
       -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -8 ;;
   round16b)
-    # session 16: K2's u0k2 step with U0's products issued first (they run while St converts)
+    # session 16: K2 with U0 = Ab v (u0k2; first in the consumers' step, then by the loading
+    # warpgroup) against the released K2, fed by the matching K1
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     timeout 250 python bench/k2_round.py 1,3,2 1,3,2,u0k2 > "$OUT/k2_round.log" 2>&1
     grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -5 "$OUT/k2_round.log" ;;

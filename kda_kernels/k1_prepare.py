@@ -50,7 +50,6 @@ def build_k1(cfg: K1Config):
     split_k, split_q = cfg.mqk_split != "", cfg.mqk_split == "qk"
     u0k2 = cfg.u0_in_k2
     assert not (u0k2 and split_k), "u0_in_k2 with the fp16 Wk operand only"
-    wk_sign = -1.0 if u0k2 else 1.0
 
     def sigm(x, fast):
         if cfg.ftz and not fast:
@@ -68,12 +67,12 @@ def build_k1(cfg: K1Config):
     N1 = T.dynamic("N1")
 
     @T.macro
-    def ab_product(Ab_s, x_s, st_s, acc, out, slot_len, bc, hv, sign):
-        """out = sign Ab x for this program's chunks, staged in st_s (x_s itself where x_s is free
-        after the product) so that the global stores are 16-byte rows."""
+    def ab_product(Ab_s, x_s, st_s, acc, out, slot_len, bc, hv):
+        """out = Ab x for this program's chunks, staged in st_s (x_s itself where x_s is free after
+        the product) so that the global stores are 16-byte rows."""
         T.gemm(Ab_s, x_s, acc, clear_accum=True)
         for r, e in T.Parallel(R, K):
-            st_s[r, e] = T.Cast(cfg.ws_dtype, acc[r, e] if sign > 0 else -acc[r, e])
+            st_s[r, e] = T.Cast(cfg.ws_dtype, acc[r, e])
         for r, e in T.Parallel(R, K):
             c = r // C
             if slot_len[c] > 0 and bc * CPB + c < NC:
@@ -412,14 +411,14 @@ def build_k1(cfg: K1Config):
                 for it in T.unroll(NPASS):
                     for i in T.vectorized(8):
                         v_s[it * RPP + tx // LPR, tx % LPR * 8 + i] = vh[it * 8 + i]
-            # Wk = Ab kd (negated with u0_in_k2) and U0 = Ab v
+            # Wk = Ab kd and U0 = Ab v
             if "ab" not in skip:
                 if split_k:
-                    ab_product(Abb_s, k_s, wk_s, WU, Wk, slot_len, bc, hv, wk_sign)
+                    ab_product(Abb_s, k_s, wk_s, WU, Wk, slot_len, bc, hv)
                 else:
-                    ab_product(Ab_s, kdh_s, kdh_s, WU, Wk, slot_len, bc, hv, wk_sign)
+                    ab_product(Ab_s, kdh_s, kdh_s, WU, Wk, slot_len, bc, hv)
                 if not u0k2:
-                    ab_product(Ab_s, v_s, v_s, WU, U0, slot_len, bc, hv, 1.0)
+                    ab_product(Ab_s, v_s, v_s, WU, U0, slot_len, bc, hv)
 
     # One signature; a fixed batch drops cu_seqlens, so that it stays out of the IR that `verify`
     # and `host_codegen` read.
