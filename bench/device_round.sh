@@ -324,7 +324,7 @@ case "$mode" in
     # session 16: K2 with U0 = Ab v (u0k2; first in the consumers' step, then by the loading
     # warpgroup) against the released K2, fed by the matching K1
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-    timeout 250 python bench/k2_round.py 1,3,2 1,3,2,u0k2 > "$OUT/k2_round.log" 2>&1
+    timeout 250 python bench/k2_round.py 1,3,2 1,3,2,u0k2 ${K2_MORE:-} > "$OUT/k2_round.log" 2>&1
     grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -5 "$OUT/k2_round.log" ;;
   round16a)
     # session 16: K1 writes Ab's bf16 parts in place of U0 and reads no v; K2 forms U0 = Ab v

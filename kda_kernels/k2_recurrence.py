@@ -178,13 +178,23 @@ def build_k2(cfg: K2Config):
             # the consumers run the chain: Ab in bf16 hi + lo parts (v's dtype), v's rows at and
             # past the sequence's end read as 0 (another sequence's tokens, NaN or not, stay out;
             # pass A's identity blocks get U0 = 0)
-            for c in T.serial(nch):
-                s = c % S
-                T.barrier_wait(empty[s], (c // S + 1) % 2)
+            # the copies run S - 1 chunks ahead of U0's product (a slot frees when the consumers
+            # finish its chunk, S chunks back)
+            for p in T.serial(T.min(S - 1, nch)):
+                T.barrier_wait(empty[p % S], (p // S + 1) % 2)
                 if lt < 32:
                     load_slot(Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, Vraw_r,
-                              Abh_r, Abl_r, vfull, b, hv, ub, bos, slot0, c, s)
-                    T.barrier_arrive(vfull[s])
+                              Abh_r, Abl_r, vfull, b, hv, ub, bos, slot0, p, p % S)
+                    T.barrier_arrive(vfull[p % S])
+            for c in T.serial(nch):
+                cn = c + S - 1
+                if cn < nch:
+                    T.barrier_wait(empty[cn % S], (cn // S + 1) % 2)
+                    if lt < 32:
+                        load_slot(Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full,
+                                  Vraw_r, Abh_r, Abl_r, vfull, b, hv, ub, bos, slot0, cn, cn % S)
+                        T.barrier_arrive(vfull[cn % S])
+                s = c % S
                 T.barrier_wait(vfull[s], (c // S) % 2)
                 rem = T.if_then_else(vb < V // BP, seqlen - c * C, 0)
                 for j, r in T.Parallel(BP, C):
@@ -271,8 +281,9 @@ def build_k2(cfg: K2Config):
             elif NW == 2 and tx < 2 * WARPGROUP:
                 consumer(1, *frags[-1], *args)
             else:
+                # (b only where used: a macro argument renames the grid variable in the IR)
                 loader(tx, Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, *ring, full, empty, Vraw_r, Abh_r, Abl_r, vfull, Vt, Ut,
-                       b, hv, vb, *first, nch)
+                       b if u0k2 else None, hv, vb, *first, nch)
 
     # A fresh T.Tensor per parameter: parameters annotated with one shared T.Tensor object become
     # one buffer (TileLang 0.1.x; `verify` checks it: model.params).
