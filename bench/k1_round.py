@@ -4,8 +4,8 @@
 
 holes (K1Config.skip_holes, varlen builds only): a program whose slot holds no chunk returns first.
 mqk=k|qk (K1Config.mqk_split): Mqk from bf16 hi + lo operands. diag (K1Config.mqk_diag): Mqk's
-diagonal from an fp32 dot of the raw rows. u0k2 (K1Config.u0_in_k2): K1 writes Ab's bf16 parts in
-place of U0 and reads no v; the K2 it feeds then forms U0 = Ab v (K2Config.u0_in_k2).
+diagonal from an fp32 dot of the raw rows. u0k2 (K1Config.u0_in_k2): K1 writes Ab in place of U0
+and reads no v; the K2 it feeds then forms U0 = Ab v (K2Config.u0_in_k2).
 
 p=PROBE (K1Config.probe, e.g. p=colstore+ab) leaves parts of the kernel out: timed, but it fails
 the check by construction.
@@ -103,20 +103,19 @@ def run_k1(spec, d, fast=False):
 
 
 def workspace(H, NC, u0k2=False):
-    """K1's outputs (Wk, qd, kr, U0 or Abh and Abl, Mqk, gC), NaN-poisoned."""
+    """K1's outputs (Wk, qd, kr, U0 or Ab, Mqk, gC), NaN-poisoned."""
     f16 = torch.float16
     ws = {n: torch.full((H, NC * C, 128), float("nan"), device="cuda", dtype=f16) for n in ("Wk", "qd", "kr", "U0")}
-    ws["Abh"], ws["Abl"] = (torch.full((H, NC * C, C), float("nan"), device="cuda", dtype=torch.bfloat16)
-                            for _ in range(2))
+    ws["Ab"] = torch.full((H, NC * C, C), float("nan"), device="cuda", dtype=f16)
     ws["Mqk"] = torch.full((H, NC * C, C), float("nan"), device="cuda", dtype=f16)
     ws["gC"] = torch.full((H, NC, 128), float("nan"), device="cuda")
-    return {n: ws[n] for n in ("Wk", "qd", "kr") + (("Abh", "Abl") if u0k2 else ("U0",)) + ("Mqk", "gC")}
+    return {n: ws[n] for n in ("Wk", "qd", "kr") + (("Ab",) if u0k2 else ("U0",)) + ("Mqk", "gC")}
 
 
 def run_k2(d, ws):
     varlen = d["cu"] is not None
     o = torch.full_like(d["v"], float("nan"))
-    cfg = K2Config(varlen=varlen, u0_in_k2="Abh" in ws)
+    cfg = K2Config(varlen=varlen, u0_in_k2="Ab" in ws)
     compiled(cfg)(*args_for(cfg, dict(ws, v=d["v"], cu_seqlens=d["cu"], o=o)))
     return o
 

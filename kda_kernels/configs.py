@@ -112,9 +112,8 @@ class K1Config:
     # varlen: the slot search runs bit_length(N - 1) steps, not SEARCH_STEPS. Released for varlen
     # (registry): one sequence 0.529 -> 0.513 ms at H96 1x8192 (bench/NOTES.md, session 15).
     dyn_search: bool = False
-    # K2 forms U0 = Ab v itself, from v and Ab's bf16 hi + lo parts (Abh, Abl) that K1 writes in
-    # place of U0; K1 then reads no v and writes Wk negated (K2's U = Ab v + Sh (-Wk)^T comes out
-    # of one accumulator). Pairs with K2Config.u0_in_k2.
+    # K2 forms U0 = Ab v itself, from v and the Ab that K1 writes in place of U0 (16 columns for
+    # 128); K1 then reads no v. Pairs with K2Config.u0_in_k2.
     u0_in_k2: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
@@ -181,8 +180,8 @@ class K2Config(StateIO):
     # as maps[n, g] = [B; M] and no output; "seg" (pass C) runs each segment from the start state
     # that kda_kernels/k2_scan.py composed from the maps, writing the output only.
     mode: str = "full"
-    # U0 = Ab v formed here from v and K1's Abh, Abl (K1Config.u0_in_k2), in the accumulator of
-    # Sh (-Wk)^T; v then fixes T for pass A too.
+    # U0 = Ab v formed here, from v and K1's Ab (K1Config.u0_in_k2), by the loading warpgroup
+    # while the consumers run the chain; v then fixes T for pass A too.
     u0_in_k2: bool = False
     # Measurement only, never released: "no_store" skips the output stores. (Two ways to take the
     # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->

@@ -112,7 +112,7 @@ def build_k1(cfg: K1Config):
         return t0, T.if_then_else(slot < NC, ln, 0)
 
     @T.macro
-    def _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Abh, Abl, Mqk, gC):
+    def _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Ab, Mqk, gC):
         with T.Kernel(T.ceildiv(NC, CPB), HV, threads=cfg.threads) as (bc, hv):
             slot_b = T.alloc_shared((CPB,), "int32")
             slot_t0 = T.alloc_shared((CPB,), "int32")
@@ -143,10 +143,6 @@ def build_k1(cfg: K1Config):
             # the operands of Wk = Ab kd and U0 = Ab v: v in fp16 and the block-diagonal Ab
             v_s = None if u0k2 else T.alloc_shared((R, V), cfg.ws_dtype)
             Ab_s = T.alloc_shared((R, R), cfg.mat_dtype)
-            if u0k2:
-                # Ab's bf16 hi and lo parts, K2's operands of U0 = Ab v
-                abh_s = T.alloc_shared((R, C), cfg.in_dtype)
-                abl_s = T.alloc_shared((R, C), cfg.in_dtype)
             WU = T.alloc_fragment((R, K), accum)
 
             Lf = T.alloc_fragment((R, R), accum)
@@ -384,19 +380,15 @@ def build_k1(cfg: K1Config):
                     acol[i] = acc4
                 for i in T.unroll(C):
                     Ab_s[c * C + i, c * C + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[c * C + j])
-                    if u0k2:
-                        abh_s[c * C + i, j] = T.Cast(cfg.in_dtype, acol[i] * beta_s[c * C + j])
-                        abl_s[c * C + i, j] = T.Cast(cfg.in_dtype, acol[i] * beta_s[c * C + j]
-                                                     - T.Cast(accum, T.Cast(cfg.in_dtype, acol[i] * beta_s[c * C + j])))
                     if split_k:
                         Abb_s[c * C + i, c * C + j] = T.Cast(cfg.in_dtype, acol[i] * beta_s[c * C + j])
 
             if u0k2:
+                # Ab's diagonal blocks, K2's operand of U0 = Ab v
                 for r, j in T.Parallel(R, C):
                     c = r // C
                     if slot_len[c] > 0 and bc * CPB + c < NC:
-                        Abh[hv, (bc * CPB + c) * C + r % C, j] = abh_s[r, j]
-                        Abl[hv, (bc * CPB + c) * C + r % C, j] = abl_s[r, j]
+                        Ab[hv, (bc * CPB + c) * C + r % C, j] = Ab_s[r, c * C + j]
             else:
                 # v in fp16 (|v| must stay below 65504, as K2's state): each thread converts the
                 # bytes it copied
@@ -438,12 +430,11 @@ def build_k1(cfg: K1Config):
         qd: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
         kr: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
         U0: T.Tensor((HV, NC * C, V), cfg.ws_dtype),
-        Abh: T.Tensor((HV, NC * C, C), cfg.in_dtype),
-        Abl: T.Tensor((HV, NC * C, C), cfg.in_dtype),
+        Ab: T.Tensor((HV, NC * C, C), cfg.mat_dtype),
         Mqk: T.Tensor((HV, NC * C, C), cfg.mat_dtype),
         gC: T.Tensor((HV, NC, K), "float32"),
     ):
-        _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Abh, Abl, Mqk, gC)
+        _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Ab, Mqk, gC)
 
-    absent = ([] if cfg.varlen else ["cu_seqlens"]) + (["v", "U0"] if u0k2 else ["Abh", "Abl"])
+    absent = ([] if cfg.varlen else ["cu_seqlens"]) + (["v", "U0"] if u0k2 else ["Ab"])
     return _tir.drop_params(k1_prepare, absent)

@@ -146,8 +146,8 @@ def build_k2(cfg: K2Config):
             T.copy(St, ht[n, hv, v0:v0 + BV, :])
 
     @T.macro
-    def load_slot(Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, Vraw_r, Abh_r,
-                  Abl_r, vfull, b, hv, ub, bos, slot0, c, s):
+    def load_slot(Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, Vraw_r, Ab_r,
+                  vfull, b, hv, ub, bos, slot0, c, s):
         """The TMA copies of ring slot s for chunk c (warp 0 of the loading warpgroup)."""
         row0 = (slot0 + c) * C
         T.tma_copy(Wk[hv, row0:row0 + C, :], Wk_r[s, :, :], barrier=full[s])
@@ -158,8 +158,7 @@ def build_k2(cfg: K2Config):
             # v's rows past T arrive as zeros (TMA), those past the sequence are masked below
             t0 = bos + c * C
             T.tma_copy(v[b, t0:t0 + C, hv, ub * BP:(ub + 1) * BP], Vraw_r[s, :, :], barrier=vfull[s])
-            T.tma_copy(Abh[hv, row0:row0 + C, :], Abh_r[s, :, :], barrier=vfull[s])
-            T.tma_copy(Abl[hv, row0:row0 + C, :], Abl_r[s, :, :], barrier=vfull[s])
+            T.tma_copy(Ab[hv, row0:row0 + C, :], Ab_r[s, :, :], barrier=vfull[s])
         else:
             T.tma_copy(U0[hv, row0:row0 + C, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
         if outputs:
@@ -167,40 +166,39 @@ def build_k2(cfg: K2Config):
         T.tma_copy(gC[hv, slot0 + c, :], gC_r[s, :], barrier=full[s])
 
     @T.macro
-    def loader(tx, Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty,
-               Vraw_r, Abh_r, Abl_r, vfull, Vt, Ut, b, hv, vb, bos, slot0, seqlen, nch):
+    def loader(tx, Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty,
+               Vraw_r, Ab_r, vfull, Vt, Ut, b, hv, vb, bos, slot0, seqlen, nch):
         T.set_max_nreg(preg, 0)
         ub = vb % (V // BP)
         lt = tx - NW * WARPGROUP
 
         if u0k2:
             # U0^T = v^T Ab^T for this block's value columns, by the whole loading warpgroup while
-            # the consumers run the chain: Ab in bf16 hi + lo parts (v's dtype), v's rows at and
-            # past the sequence's end read as 0 (another sequence's tokens, NaN or not, stay out;
-            # pass A's identity blocks get U0 = 0)
+            # the consumers run the chain, with K1's former rounding (fp16 operands, fp32
+            # accumulation, fp16 U0); v's rows at and past the sequence's end read as 0 (another
+            # sequence's tokens, NaN or not, stay out; pass A's identity blocks get U0 = 0)
             # the copies run S - 1 chunks ahead of U0's product (a slot frees when the consumers
             # finish its chunk, S chunks back)
             for p in T.serial(T.min(S - 1, nch)):
                 T.barrier_wait(empty[p % S], (p // S + 1) % 2)
                 if lt < 32:
-                    load_slot(Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, Vraw_r,
-                              Abh_r, Abl_r, vfull, b, hv, ub, bos, slot0, p, p % S)
+                    load_slot(Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, Vraw_r,
+                              Ab_r, vfull, b, hv, ub, bos, slot0, p, p % S)
                     T.barrier_arrive(vfull[p % S])
             for c in T.serial(nch):
                 cn = c + S - 1
                 if cn < nch:
                     T.barrier_wait(empty[cn % S], (cn // S + 1) % 2)
                     if lt < 32:
-                        load_slot(Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full,
-                                  Vraw_r, Abh_r, Abl_r, vfull, b, hv, ub, bos, slot0, cn, cn % S)
+                        load_slot(Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full,
+                                  Vraw_r, Ab_r, vfull, b, hv, ub, bos, slot0, cn, cn % S)
                         T.barrier_arrive(vfull[cn % S])
                 s = c % S
                 T.barrier_wait(vfull[s], (c // S) % 2)
                 rem = T.if_then_else(vb < V // BP, seqlen - c * C, 0)
                 for j, r in T.Parallel(BP, C):
-                    Vt[j, r] = T.if_then_else(r < rem, Vraw_r[s, r, j], T.Cast(bf, 0))
-                T.gemm(Vt, Abh_r[s, :, :], Ut, transpose_B=True, clear_accum=True)
-                T.gemm(Vt, Abl_r[s, :, :], Ut, transpose_B=True)
+                    Vt[j, r] = T.if_then_else(r < rem, T.Cast(op, Vraw_r[s, r, j]), T.Cast(op, 0))
+                T.gemm(Vt, Ab_r[s, :, :], Ut, transpose_B=True, clear_accum=True)
                 for j, r in T.Parallel(BP, C):
                     U0_r[s, r, j] = T.Cast(op, Ut[j, r])
                 T.barrier_arrive(full[s])
@@ -208,12 +206,12 @@ def build_k2(cfg: K2Config):
             for c in T.serial(nch):
                 s = c % S
                 T.barrier_wait(empty[s], (c // S + 1) % 2)
-                load_slot(Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, Vraw_r,
-                              Abh_r, Abl_r, vfull, b, hv, ub, bos, slot0, c, s)
+                load_slot(Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, Vraw_r,
+                              Ab_r, vfull, b, hv, ub, bos, slot0, c, s)
                 T.barrier_arrive(full[s])
 
     @T.macro
-    def _body(Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, cu_seqlens, h0, o, ht, L=None):
+    def _body(Wk, qd, kr, U0, Ab, v, Mqk, gC, cu_seqlens, h0, o, ht, L=None):
         # the split: G segments of L chunks a sequence (L a scalar parameter that the host derives
         # with G from the shapes, G L >= a sequence's chunks; kda_kernels.configs.split_plan)
         # The sequence is grid x (up to 2^31 - 1; y and z stop at 65535), by = hv * (ROWS / BP) + vb,
@@ -228,10 +226,9 @@ def build_k2(cfg: K2Config):
             qd_r = T.alloc_shared((S, C, K), op) if outputs else None
             kr_r = T.alloc_shared((S, C, K), op)
             U0_r = T.alloc_shared((S, C, BP), op)
-            # u0_in_k2: v's rows and Ab's parts, the loading warpgroup's operands of U0
+            # u0_in_k2: v's rows and Ab, the loading warpgroup's operands of U0
             Vraw_r = T.alloc_shared((S, C, BP), bf) if u0k2 else None
-            Abh_r = T.alloc_shared((S, C, C), bf) if u0k2 else None
-            Abl_r = T.alloc_shared((S, C, C), bf) if u0k2 else None
+            Ab_r = T.alloc_shared((S, C, C), op) if u0k2 else None
             Mqk_r = T.alloc_shared((S, C, C), op) if outputs else None
             gC_r = T.alloc_shared((S, K), f32)
             # u0_in_k2: the slot is full once the loading warpgroup wrote U0 (v's TMA: vfull)
@@ -242,7 +239,7 @@ def build_k2(cfg: K2Config):
             frags = [(T.alloc_fragment((BV, K), f32), T.alloc_fragment((BV, K), op), T.alloc_fragment((BV, C), f32),
                       T.alloc_fragment((BV, C), f32) if outputs else None, T.alloc_fragment((BV, C), op))
                      for _ in range(NW)]
-            Vt = T.alloc_fragment((BP, C), bf) if u0k2 else None
+            Vt = T.alloc_fragment((BP, C), op) if u0k2 else None
             Ut = T.alloc_fragment((BP, C), f32) if u0k2 else None
 
             if cfg.min_blocks:
@@ -282,7 +279,7 @@ def build_k2(cfg: K2Config):
                 consumer(1, *frags[-1], *args)
             else:
                 # (b only where used: a macro argument renames the grid variable in the IR)
-                loader(tx, Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, *ring, full, empty, Vraw_r, Abh_r, Abl_r, vfull, Vt, Ut,
+                loader(tx, Wk, qd, kr, U0, Ab, v, Mqk, gC, *ring, full, empty, Vraw_r, Ab_r, vfull, Vt, Ut,
                        b if u0k2 else None, hv, vb, *first, nch)
 
     # A fresh T.Tensor per parameter: parameters annotated with one shared T.Tensor object become
@@ -292,8 +289,7 @@ def build_k2(cfg: K2Config):
         qd=T.Tensor((HV, NC * C, K), op),
         kr=T.Tensor((HV, NC * C, K), op),
         U0=T.Tensor((HV, NC * C, V), op),
-        Abh=T.Tensor((HV, NC * C, C), bf),
-        Abl=T.Tensor((HV, NC * C, C), bf),
+        Ab=T.Tensor((HV, NC * C, C), op),
         v=T.Tensor((B, Tn, HV, V), bf),
         Mqk=T.Tensor((HV, NC * C, C), op),
         gC=T.Tensor((HV, NC, K), f32),
@@ -312,24 +308,24 @@ def build_k2(cfg: K2Config):
     # they stay out of the IR that `verify` and `host_codegen` read.
     if mode == "full":
         @T.prim_func
-        def k2_recurrence(Wk: ws["Wk"], qd: ws["qd"], kr: ws["kr"], U0: ws["U0"], Abh: ws["Abh"], Abl: ws["Abl"],
+        def k2_recurrence(Wk: ws["Wk"], qd: ws["qd"], kr: ws["kr"], U0: ws["U0"], Ab: ws["Ab"],
                           v: ws["v"], Mqk: ws["Mqk"], gC: ws["gC"], cu_seqlens: cu_t, h0: h0_t, o: o_t, ht: ht_t):
-            _body(Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, cu_seqlens, h0, o, ht)
+            _body(Wk, qd, kr, U0, Ab, v, Mqk, gC, cu_seqlens, h0, o, ht)
 
         absent = [name for name, present in (("cu_seqlens", cfg.varlen), ("h0", cfg.initial_state is not None),
-                                             ("ht", cfg.final_state), ("U0", not u0k2), ("Abh", u0k2),
-                                             ("Abl", u0k2), ("v", u0k2)) if not present]
+                                             ("ht", cfg.final_state), ("U0", not u0k2), ("Ab", u0k2),
+                                             ("v", u0k2)) if not present]
         return _tir.drop_params(k2_recurrence, absent)
 
     # the split's passes: pass C reads every segment's start state (from k2_scan), pass A writes
     # every segment's [B; M]
     @T.prim_func
-    def k2_split(Wk: ws["Wk"], qd: ws["qd"], kr: ws["kr"], U0: ws["U0"], Abh: ws["Abh"], Abl: ws["Abl"], v: ws["v"],
+    def k2_split(Wk: ws["Wk"], qd: ws["qd"], kr: ws["kr"], U0: ws["U0"], Ab: ws["Ab"], v: ws["v"],
                  Mqk: ws["Mqk"], gC: ws["gC"], cu_seqlens: cu_t, starts: h0_t, o: o_t, maps: ht_t, L: T.int32):
-        _body(Wk, qd, kr, U0, Abh, Abl, v, Mqk, gC, cu_seqlens, starts, o, maps, L)
+        _body(Wk, qd, kr, U0, Ab, v, Mqk, gC, cu_seqlens, starts, o, maps, L)
 
     absent = [name for name, present in (("cu_seqlens", cfg.varlen), ("starts", mode == "seg"), ("o", outputs),
                                          ("maps", mode == "map"), ("qd", outputs), ("Mqk", outputs),
-                                         ("U0", not u0k2), ("Abh", u0k2), ("Abl", u0k2), ("v", u0k2))
+                                         ("U0", not u0k2), ("Ab", u0k2), ("v", u0k2))
               if not present]
     return _tir.drop_params(k2_split, absent)
