@@ -34,6 +34,17 @@ ARRIVES = ("arrive", "arrive_expect_tx")
 TX = ("expect_tx", "tma_load")
 
 
+def _always_differ(i, j) -> bool:
+    """Whether barrier indices i and j (terms over the same loop variables) differ for every
+    value of their variables."""
+    if i.eq(j):
+        return False
+    s = z3.Solver()
+    s.set("rlimit", 2_000_000)   # a resource limit, not a clock: the same verdict on any machine
+    s.add(i == j)
+    return s.check() == z3.unsat
+
+
 class Phases:
     def __init__(self, k, ctx):
         self.k, self.ctx = k, ctx
@@ -193,7 +204,10 @@ class Phases:
 
     def preceding_arrival(self, x):
         """The arrive_expect_tx this transaction follows in the same iteration (None: none,
-        'bad': a plain arrival or another barrier comes first)."""
+        'bad': a plain arrival or another barrier comes first). An arrival whose index differs
+        from the transaction's for every value of the loop variables they share (a pipelined
+        loop that arrives on slot c % S and copies into slot (c + S - 1) % S) is on another
+        barrier, so it is passed over."""
         best = None
         for a in self.arrives.get(x.mbar[0], []):
             if a.id >= x.id or not _prefix(a.loops, x.loops):
@@ -201,6 +215,8 @@ class Phases:
             inner = x.loops[len(a.loops):]
             if any(z3.simplify(lp.extent).as_long() > 64 if z3.is_int_value(z3.simplify(lp.extent)) else True
                    for lp in inner):
+                continue
+            if _always_differ(a.mbar[1], x.mbar[1]):
                 continue
             if best is None or a.id > best.id:
                 best = a

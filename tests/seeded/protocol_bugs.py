@@ -1,7 +1,9 @@
 """mbarrier protocols written by hand (TMA tiles handed from a producer warp to consumers):
 a tile read before its wait; a wait that only runs inside a loop that may not run at all; a
 loop that restarts the parity sequence a prologue already advanced; an empty barrier only one
-of two consumer warpgroups arrives on."""
+of two consumer warpgroups arrives on; a producer warpgroup whose copies run one slot ahead of
+its own product (the shape of K2Config.u0_in_k2's loader), with and without the wait that frees
+the slot it copies into."""
 import tilelang.language as T
 
 N_ = 64
@@ -145,17 +147,83 @@ def both_roles_arrive():
     return _roles("both_roles_arrive", True)
 
 
+def _ahead(name, wait_empty):
+    """Two ring slots. The producer warpgroup's warp 0 copies tile k + 1 of A (on `raw`) and of
+    Y (on full, its transaction bytes only) while the whole warpgroup forms tile k's product
+    X = 2 A in its slot and arrives on full[k % 2]: in iteration k it arrives on slot k % 2 and
+    then copies into slot (k + 1) % 2 of the same barrier array, whose next arrival (iteration
+    k + 1) completes the phase the copy counts toward."""
+    K = T.dynamic("K")
+
+    @T.prim_func
+    def kern(A: T.Tensor((K, N_, N_), "float16"), Y: T.Tensor((K, N_, N_), "float16"),
+             B: T.Tensor((128, 1), "float32")):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((2, N_, N_), "float16")
+            X_s = T.alloc_shared((2, N_, N_), "float16")
+            Y_s = T.alloc_shared((2, N_, N_), "float16")
+            raw = T.alloc_barrier(arrive_count=[32, 32])
+            full = T.alloc_barrier(arrive_count=[128, 128])
+            empty = T.alloc_barrier(arrive_count=[128, 128])
+            acc = T.alloc_var("float32", init=0.0)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                for k in T.serial(K):
+                    T.barrier_wait(full[k % 2], (k // 2) % 2)
+                    for j in T.serial(N_ // 2):
+                        acc = acc + T.Cast("float32", X_s[k % 2, tx // 2, (tx % 2) * (N_ // 2) + j]) \
+                            + T.Cast("float32", Y_s[k % 2, tx // 2, (tx % 2) * (N_ // 2) + j])
+                    T.barrier_arrive(empty[k % 2])
+                B[tx, 0] = acc
+            else:
+                T.barrier_wait(empty[0], 1)
+                if tx < 160:
+                    T.tma_copy(A[0, 0:N_, 0:N_], A_s[0, :, :], barrier=raw[0])
+                    T.tma_copy(Y[0, 0:N_, 0:N_], Y_s[0, :, :], barrier=full[0])
+                    T.barrier_arrive(raw[0])
+                for k in T.serial(K - 1):
+                    T.barrier_wait(raw[k % 2], (k // 2) % 2)
+                    for j in T.serial(N_ // 2):
+                        X_s[k % 2, (tx - 128) // 2, ((tx - 128) % 2) * (N_ // 2) + j] = \
+                            A_s[k % 2, (tx - 128) // 2, ((tx - 128) % 2) * (N_ // 2) + j] * T.float16(2)
+                    T.barrier_arrive(full[k % 2])
+                    if wait_empty:
+                        T.barrier_wait(empty[(k + 1) % 2], ((k + 1) // 2 + 1) % 2)
+                    if tx < 160:
+                        T.tma_copy(A[k + 1, 0:N_, 0:N_], A_s[(k + 1) % 2, :, :], barrier=raw[(k + 1) % 2])
+                        T.tma_copy(Y[k + 1, 0:N_, 0:N_], Y_s[(k + 1) % 2, :, :], barrier=full[(k + 1) % 2])
+                        T.barrier_arrive(raw[(k + 1) % 2])
+                T.barrier_wait(raw[(K - 1) % 2], ((K - 1) // 2) % 2)
+                for j in T.serial(N_ // 2):
+                    X_s[(K - 1) % 2, (tx - 128) // 2, ((tx - 128) % 2) * (N_ // 2) + j] = \
+                        A_s[(K - 1) % 2, (tx - 128) // 2, ((tx - 128) % 2) * (N_ // 2) + j] * T.float16(2)
+                T.barrier_arrive(full[(K - 1) % 2])
+    return kern.with_attr("global_symbol", name)
+
+
+def ahead_unfreed():
+    return _ahead("ahead_unfreed", False)
+
+
+def ahead_freed():
+    return _ahead("ahead_freed", True)
+
+
 KERNELS = {f.__name__: f for f in (read_before_wait, wait_then_read, wait_in_empty_loop, wait_before_loop,
-                                   parity_restarts, parity_continues, one_role_arrives, both_roles_arrive)}
+                                   parity_restarts, parity_continues, one_role_arrives, both_roles_arrive,
+                                   ahead_unfreed, ahead_freed)}
 MANUAL = {"tl.disable_thread_storage_sync": True, "tl.disable_warp_specialized": True}
 PASS_CONFIGS = {name: MANUAL for name in KERNELS}
 PRECONDITIONS = {name: ["K >= 0", "K <= 2**16"] for name in ("wait_in_empty_loop", "wait_before_loop")}
 PRECONDITIONS.update({name: ["K >= 1", "K <= 2**16"] for name in ("parity_restarts", "parity_continues",
-                                                                  "one_role_arrives", "both_roles_arrive")})
+                                                                  "one_role_arrives", "both_roles_arrive",
+                                                                  "ahead_unfreed", "ahead_freed")})
 BANK_BUDGET = {name: 32 for name in KERNELS}
 EXPECT = {"read_before_wait": "barriers.race", "wait_then_read": None,
           "wait_in_empty_loop": "barriers.race", "wait_before_loop": None,
           "parity_restarts": "barriers.parity", "parity_continues": None,
-          "one_role_arrives": "barriers.mbarrier_phase", "both_roles_arrive": None}
+          "one_role_arrives": "barriers.mbarrier_phase", "both_roles_arrive": None,
+          "ahead_unfreed": "barriers.race", "ahead_freed": None}
 TWIN = {"read_before_wait": "wait_then_read", "wait_in_empty_loop": "wait_before_loop",
-        "parity_restarts": "parity_continues", "one_role_arrives": "both_roles_arrive"}
+        "parity_restarts": "parity_continues", "one_role_arrives": "both_roles_arrive",
+        "ahead_unfreed": "ahead_freed"}
