@@ -36,6 +36,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13a # K1 beside K2 (overlap_round), release check (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16c # K2 u0k2 loader with lookahead (3 and 4 slots) against the released K2 (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16b # K2 u0k2 against the released K2 through the JIT (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16a # U0 = Ab v formed in K2 (u0k2): K1 and K2 through the JIT, ncu (~8 min)
@@ -321,6 +322,18 @@ case "$mode" in
     timeout 280 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py tests/test_reference.py \
       -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -8 ;;
+  round16d)
+    # session 16: the u0k2 loader (three loops) through the JIT against the previous release's K2,
+    # then the u0k2 release through the host entry: build, the GPU matrix without the split
+    # tests, stage times
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 100 python bench/k2_round.py 1,3,2 1,3,2,u0k2 > "$OUT/k2_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -5 "$OUT/k2_round.log"
+    timeout 80 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout ${MATRIX_LIMIT:-170} python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      tests/test_reference.py -k "not split" > "$OUT/pytest_gpu.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
+    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -9 ;;
   round16c)
     # session 16: the u0k2 loader with its copies S - 1 chunks ahead of U0's product (3 and 4
     # slots; Ab in fp16, one product) against the released K2

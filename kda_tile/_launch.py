@@ -29,9 +29,12 @@ def _buffers(k1, k2, q, v, cu_seqlens):
     dev = q.device
     ws_dt, mat_dt = _TORCH_DTYPE[c1.ws_dtype], _TORCH_DTYPE[c1.mat_dtype]
     Wk = torch.empty(HV, NC * 16, K, dtype=ws_dt, device=dev)
-    ws = dict(Wk=Wk, qd=torch.empty_like(Wk), kr=torch.empty_like(Wk),
-              U0=torch.empty(HV, NC * 16, V, dtype=ws_dt, device=dev),
-              Mqk=torch.empty(HV, NC * 16, 16, dtype=mat_dt, device=dev),
+    ws = dict(Wk=Wk, qd=torch.empty_like(Wk), kr=torch.empty_like(Wk))
+    if c1.u0_in_k2:
+        ws["Ab"] = torch.empty(HV, NC * 16, 16, dtype=mat_dt, device=dev)
+    else:
+        ws["U0"] = torch.empty(HV, NC * 16, V, dtype=ws_dt, device=dev)
+    ws.update(Mqk=torch.empty(HV, NC * 16, 16, dtype=mat_dt, device=dev),
               gC=torch.empty(HV, NC, K, dtype=torch.float32, device=dev))
     o = torch.empty(B, T, HV, V, dtype=v.dtype, device=dev)
     ht = None
