@@ -113,7 +113,8 @@ class K1Config:
     # (registry): one sequence 0.529 -> 0.513 ms at H96 1x8192 (bench/NOTES.md, session 15).
     dyn_search: bool = False
     # K2 forms U0 = Ab v itself, from v and the Ab that K1 writes in place of U0 (16 columns for
-    # 128); K1 then reads no v. Pairs with K2Config.u0_in_k2.
+    # 128); K1 then reads no v. Pairs with K2Config.u0_in_k2. Not released: K1 0.506 -> 0.430 ms
+    # at H96 1x8192, but K2 0.436 -> 0.583 (bench/NOTES.md, session 16).
     u0_in_k2: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
@@ -181,7 +182,8 @@ class K2Config(StateIO):
     # that kda_kernels/k2_scan.py composed from the maps, writing the output only.
     mode: str = "full"
     # U0 = Ab v formed here, from v and K1's Ab (K1Config.u0_in_k2), by the loading warpgroup
-    # while the consumers run the chain; v then fixes T for pass A too.
+    # while the consumers run the chain; v then fixes T for pass A too. Not released: the
+    # product, one chunk ahead of the chain, delays it (+34% at H96 1x8192; session 16).
     u0_in_k2: bool = False
     # Measurement only, never released: "no_store" skips the output stores. (Two ways to take the
     # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->
