@@ -37,7 +37,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
-#   source .devbundle/activate.sh && bash bench/device_round.sh round16c # K2 u0k2 loader with lookahead (3 and 4 slots) against the released K2 (~2 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round16c # K2 u0k2 (3 and 4 slots) against the released K2 through the JIT (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16b # K2 u0k2 against the released K2 through the JIT (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16a # U0 = Ab v formed in K2 (u0k2): K1 and K2 through the JIT, ncu (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round15h # release (K1 dyn_search): build, GPU matrix, split tests, stage times (~8 min)
@@ -335,8 +335,9 @@ case "$mode" in
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
     timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -9 ;;
   round16c)
-    # session 16: the u0k2 loader with its copies S - 1 chunks ahead of U0's product (3 and 4
-    # slots; Ab in fp16, one product) against the released K2
+    # session 16: the u0k2 K2 as the code has it (3 and 4 slots; round 16c ran the loader with
+    # its copies ahead of the product, now warp 0 copies and warps 2-3 multiply) against the
+    # released K2
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     timeout 200 python bench/k2_round.py 1,3,2 1,3,2,u0k2 1,4,2,u0k2 > "$OUT/k2_round.log" 2>&1
     grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -7 "$OUT/k2_round.log" ;;

@@ -205,7 +205,8 @@ class K2Config(StateIO):
         thread 65536 / (threads * min_blocks) (a multiple of 8); the warpgroups share that."""
         launch = 65536 // (self.threads * max(self.min_blocks, 1)) // 8 * 8
         total = launch * (self.consumers + 1)
-        prod = self.producer_regs or 40
+        # u0_in_k2: the loading warpgroup also forms U0 (an mma a chunk); 56 registers spill
+        prod = self.producer_regs or (64 if self.u0_in_k2 else 40)
         cons = self.consumer_regs or min(240, (total - prod) // self.consumers // 8 * 8)
         return cons, prod
 

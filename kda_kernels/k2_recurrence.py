@@ -167,7 +167,8 @@ def build_k2(cfg: K2Config):
 
     @T.macro
     def u0_product(Vraw_r, Ab_r, U0_r, Vt, Ut, full, vfull, vb, seqlen, c):
-        """U0 of chunk c into its ring slot by the loading warpgroup, then the slot's arrival."""
+        """U0 of chunk c into its ring slot by warps 2-3 of the loading warpgroup, then the slot's
+        arrival."""
         s = c % S
         T.barrier_wait(vfull[s], (c // S) % 2)
         rem = T.if_then_else(vb < V // BP, seqlen - c * C, 0)
@@ -186,31 +187,28 @@ def build_k2(cfg: K2Config):
         lt = tx - NW * WARPGROUP
 
         if u0k2:
-            # U0^T = v^T Ab^T for this block's value columns, by the whole loading warpgroup while
-            # the consumers run the chain, with K1's former rounding (fp16 operands, fp32
-            # accumulation, fp16 U0); v's rows at and past the sequence's end read as 0 (another
-            # sequence's tokens, NaN or not, stay out; pass A's identity blocks get U0 = 0)
-            # The copies run S - 1 chunks ahead of U0's product, which comes first in an iteration:
-            # the product of chunk c waits only for its data, the copies of chunk c + S - 1 for the
-            # consumers to free their slot (chunk c - 1), as the plain loader's do. Three loops,
-            # each iteration with the same barrier operations (what `verify` counts).
-            npro = T.min(S - 1, nch)
-            for c in T.serial(npro):
-                T.barrier_wait(empty[c % S], (c // S + 1) % 2)
-                if lt < 32:
+            # U0^T = v^T Ab^T for this block's value columns while the consumers run the chain,
+            # with K1's former rounding (fp16 operands, fp32 accumulation, fp16 U0); v's rows at
+            # and past the sequence's end read as 0 (another sequence's tokens, NaN or not, stay
+            # out; pass A's identity blocks get U0 = 0). Warp 0 copies as the plain loader does;
+            # warps 2-3 form U0 of a chunk as soon as its rows arrive and its slot is free, so the
+            # product runs up to S - 1 chunks ahead of the chain. (One program for both, the
+            # product after the copies, waited for the consumers: +34% at H96 1x8192, session 16.)
+            if lt < 32:
+                for c in T.serial(nch):
+                    T.barrier_wait(empty[c % S], (c // S + 1) % 2)
+                    # the previous copies into this slot (chunk c - S) completed: long since, as the
+                    # consumers freed it after U0's product read them; said here in one hop
+                    T.barrier_wait(vfull[c % S], (c // S + 1) % 2)
                     load_slot(Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, Vraw_r,
                               Ab_r, vfull, b, hv, ub, bos, slot0, c, c % S)
                     T.barrier_arrive(vfull[c % S])
-            for c in T.serial(nch - npro):
-                u0_product(Vraw_r, Ab_r, U0_r, Vt, Ut, full, vfull, vb, seqlen, c)
-                cn = c + (S - 1)
-                T.barrier_wait(empty[cn % S], (cn // S + 1) % 2)
-                if lt < 32:
-                    load_slot(Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, Vraw_r,
-                              Ab_r, vfull, b, hv, ub, bos, slot0, cn, cn % S)
-                    T.barrier_arrive(vfull[cn % S])
-            for c in T.serial(nch - npro, nch):
-                u0_product(Vraw_r, Ab_r, U0_r, Vt, Ut, full, vfull, vb, seqlen, c)
+                    # (its copies' bytes on full belong to this arrival: `verify`'s phase model)
+                    T.barrier_arrive(full[c % S])
+            elif lt >= 2 * 32:
+                for c in T.serial(nch):
+                    T.barrier_wait(empty[c % S], (c // S + 1) % 2)
+                    u0_product(Vraw_r, Ab_r, U0_r, Vt, Ut, full, vfull, vb, seqlen, c)
         elif lt < 32:
             for c in T.serial(nch):
                 s = c % S
@@ -240,8 +238,9 @@ def build_k2(cfg: K2Config):
             Ab_r = T.alloc_shared((S, C, C), op) if u0k2 else None
             Mqk_r = T.alloc_shared((S, C, C), op) if outputs else None
             gC_r = T.alloc_shared((S, K), f32)
-            # u0_in_k2: the slot is full once the loading warpgroup wrote U0 (v's TMA: vfull)
-            full = T.alloc_barrier(arrive_count=[WARPGROUP if u0k2 else 32] * S)
+            # u0_in_k2: the slot is full once warp 0's copies landed and warps 2-3 of the loading
+            # warpgroup wrote U0 (v's copies: vfull)
+            full = T.alloc_barrier(arrive_count=[32 + 64 if u0k2 else 32] * S)
             vfull = T.alloc_barrier(arrive_count=[32] * S) if u0k2 else None
             empty = T.alloc_barrier(arrive_count=[NW * WARPGROUP] * S)
 

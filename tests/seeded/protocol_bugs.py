@@ -3,7 +3,8 @@ a tile read before its wait; a wait that only runs inside a loop that may not ru
 loop that restarts the parity sequence a prologue already advanced; an empty barrier only one
 of two consumer warpgroups arrives on; a producer warpgroup whose copies run one slot ahead of
 its own product (the shape of K2Config.u0_in_k2's loader), with and without the wait that frees
-the slot it copies into."""
+the slot it copies into; copies whose thread never arrives on their barrier (another warp
+arrives), read after a wait one phase behind them."""
 import tilelang.language as T
 
 N_ = 64
@@ -209,21 +210,61 @@ def ahead_freed():
     return _ahead("ahead_freed", True)
 
 
+def _tx_only(name, lag):
+    """Warp 4 copies tile k into slot k % 2 with full[k % 2]'s transaction bytes and never
+    arrives on full; warp 5 arrives. The consumers' wait is `lag` phases behind the copy."""
+    K = T.dynamic("K")
+
+    @T.prim_func
+    def kern(A: T.Tensor((K, N_, N_), "float16"), B: T.Tensor((128, 1), "float32")):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((2, N_, N_), "float16")
+            full = T.alloc_barrier(arrive_count=[32, 32])
+            empty = T.alloc_barrier(arrive_count=[128, 128])
+            acc = T.alloc_var("float32", init=0.0)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                for k in T.serial(K):
+                    T.barrier_wait(full[k % 2], ((k // 2) + lag) % 2)
+                    for j in T.serial(N_ // 2):
+                        acc = acc + T.Cast("float32", A_s[k % 2, tx // 2, (tx % 2) * (N_ // 2) + j])
+                    T.barrier_arrive(empty[k % 2])
+                B[tx, 0] = acc
+            elif tx < 160:
+                for k in T.serial(K):
+                    T.barrier_wait(empty[k % 2], (k // 2 + 1) % 2)
+                    T.tma_copy(A[k, 0:N_, 0:N_], A_s[k % 2, :, :], barrier=full[k % 2])
+            elif tx < 192:
+                for k in T.serial(K):
+                    T.barrier_arrive(full[k % 2])
+    return kern.with_attr("global_symbol", name)
+
+
+def tx_only_lagging_wait():
+    return _tx_only("tx_only_lagging_wait", 1)
+
+
+def tx_only_wait():
+    return _tx_only("tx_only_wait", 0)
+
+
 KERNELS = {f.__name__: f for f in (read_before_wait, wait_then_read, wait_in_empty_loop, wait_before_loop,
                                    parity_restarts, parity_continues, one_role_arrives, both_roles_arrive,
-                                   ahead_unfreed, ahead_freed)}
+                                   ahead_unfreed, ahead_freed, tx_only_lagging_wait, tx_only_wait)}
 MANUAL = {"tl.disable_thread_storage_sync": True, "tl.disable_warp_specialized": True}
 PASS_CONFIGS = {name: MANUAL for name in KERNELS}
 PRECONDITIONS = {name: ["K >= 0", "K <= 2**16"] for name in ("wait_in_empty_loop", "wait_before_loop")}
 PRECONDITIONS.update({name: ["K >= 1", "K <= 2**16"] for name in ("parity_restarts", "parity_continues",
                                                                   "one_role_arrives", "both_roles_arrive",
-                                                                  "ahead_unfreed", "ahead_freed")})
+                                                                  "ahead_unfreed", "ahead_freed",
+                                                                  "tx_only_lagging_wait", "tx_only_wait")})
 BANK_BUDGET = {name: 32 for name in KERNELS}
 EXPECT = {"read_before_wait": "barriers.race", "wait_then_read": None,
           "wait_in_empty_loop": "barriers.race", "wait_before_loop": None,
           "parity_restarts": "barriers.parity", "parity_continues": None,
           "one_role_arrives": "barriers.mbarrier_phase", "both_roles_arrive": None,
-          "ahead_unfreed": "barriers.race", "ahead_freed": None}
+          "ahead_unfreed": "barriers.race", "ahead_freed": None,
+          "tx_only_lagging_wait": "barriers.race", "tx_only_wait": None}
 TWIN = {"read_before_wait": "wait_then_read", "wait_in_empty_loop": "wait_before_loop",
         "parity_restarts": "parity_continues", "one_role_arrives": "both_roles_arrive",
-        "ahead_unfreed": "ahead_freed"}
+        "ahead_unfreed": "ahead_freed", "tx_only_lagging_wait": "tx_only_wait"}
