@@ -27,7 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
+from kda_kernels import registry  # noqa: E402
 from kda_kernels.configs import K1Config, K2Config  # noqa: E402
+from kda_tile import _launch  # noqa: E402
 from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
@@ -47,23 +49,10 @@ def k1_config(spec, varlen, fast=False):
                     dyn_search=varlen and "ds" in rest, u0_in_k2="u0k2" in rest)
 
 
-_NAMES = {}
-
-
-def param_names(cfg):
-    """The kernel's parameters in call order, by buffer name."""
-    if cfg not in _NAMES:
-        if isinstance(cfg, K1Config):
-            from kda_kernels.k1_prepare import build_k1 as build
-        else:
-            from kda_kernels.k2_recurrence import build_k2 as build
-        f = build(cfg)
-        _NAMES[cfg] = [f.buffer_map[p].name if p in f.buffer_map else p.name for p in f.params]
-    return _NAMES[cfg]
-
-
 def args_for(cfg, named):
-    return [named[n] for n in param_names(cfg)]
+    """The arguments of config cfg's kernel (K1 or full-mode K2), taken by parameter name."""
+    build = registry.Build("k1" if isinstance(cfg, K1Config) else "k2", cfg)
+    return [named[n] for n in _launch.param_names(build)]
 
 
 def compiled(cfg):
@@ -105,11 +94,10 @@ def run_k1(spec, d, fast=False):
 def workspace(H, NC, u0k2=False):
     """K1's outputs (Wk, qd, kr, U0 or Ab, Mqk, gC), NaN-poisoned."""
     f16 = torch.float16
-    ws = {n: torch.full((H, NC * C, 128), float("nan"), device="cuda", dtype=f16) for n in ("Wk", "qd", "kr", "U0")}
-    ws["Ab"] = torch.full((H, NC * C, C), float("nan"), device="cuda", dtype=f16)
-    ws["Mqk"] = torch.full((H, NC * C, C), float("nan"), device="cuda", dtype=f16)
+    cols = dict(Wk=128, qd=128, kr=128, **({"Ab": C} if u0k2 else {"U0": 128}), Mqk=C)
+    ws = {n: torch.full((H, NC * C, w), float("nan"), device="cuda", dtype=f16) for n, w in cols.items()}
     ws["gC"] = torch.full((H, NC, 128), float("nan"), device="cuda")
-    return {n: ws[n] for n in ("Wk", "qd", "kr") + (("Ab",) if u0k2 else ("U0",)) + ("Mqk", "gC")}
+    return ws
 
 
 def run_k2(d, ws):

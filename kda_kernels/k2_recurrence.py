@@ -214,7 +214,7 @@ def build_k2(cfg: K2Config):
                 s = c % S
                 T.barrier_wait(empty[s], (c // S + 1) % 2)
                 load_slot(Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, Vraw_r,
-                              Ab_r, vfull, b, hv, ub, bos, slot0, c, s)
+                          Ab_r, vfull, b, hv, ub, bos, slot0, c, s)
                 T.barrier_arrive(full[s])
 
     @T.macro

@@ -34,17 +34,6 @@ ARRIVES = ("arrive", "arrive_expect_tx")
 TX = ("expect_tx", "tma_load")
 
 
-def _always_differ(i, j) -> bool:
-    """Whether barrier indices i and j (terms over the same loop variables) differ for every
-    value of their variables."""
-    if i.eq(j):
-        return False
-    s = z3.Solver()
-    s.set("rlimit", 2_000_000)   # a resource limit, not a clock: the same verdict on any machine
-    s.add(i == j)
-    return s.check() == z3.unsat
-
-
 class Phases:
     def __init__(self, k, ctx):
         self.k, self.ctx = k, ctx
@@ -216,7 +205,7 @@ class Phases:
             if any(z3.simplify(lp.extent).as_long() > 64 if z3.is_int_value(z3.simplify(lp.extent)) else True
                    for lp in inner):
                 continue
-            if _always_differ(a.mbar[1], x.mbar[1]):
+            if self._always_differ(a.mbar[1], x.mbar[1]):
                 continue
             if best is None or a.id > best.id:
                 best = a
@@ -226,6 +215,11 @@ class Phases:
                 or not all(any(c.eq(d) for d in x.conds) for c in best.conds):
             return "bad"
         return best
+
+    def _always_differ(self, i, j) -> bool:
+        """Whether barrier indices i and j (terms over the same loop variables) differ for every
+        value of their variables."""
+        return not i.eq(j) and self.ctx.solve([i == j], facts=False)[0] == "unsat"
 
     def wait_phase(self, w, b):
         """n = k - d of a wait on barrier index b (None when unknown)."""
