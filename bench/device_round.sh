@@ -37,6 +37,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round17b # u0k2 release: K2 forms, build, GPU matrix, stage times, split tests (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round17a # u0k2 K2: register split and product probes (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16c # K2 u0k2 (3 and 4 slots) against the released K2 through the JIT (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16b # K2 u0k2 against the released K2 through the JIT (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16a # U0 = Ab v formed in K2 (u0k2): K1 and K2 through the JIT, ncu (~8 min)
@@ -334,6 +336,29 @@ case "$mode" in
       tests/test_reference.py -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
     timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -9 ;;
+  round17b)
+    # session 17: U0 = Ab v as one more k-step in the consumers' accumulator (u0k2; u0first: the
+    # k-step before St's conversion) against the previous release's K2 through the JIT; then the
+    # u0k2 release through the host entry: build, the GPU matrix, stage times, the split tests
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 120 python bench/k2_round.py 1,3,2 1,3,2,u0k2 1,3,2,u0k2,u0first > "$OUT/k2_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -7 "$OUT/k2_round.log"
+    timeout 80 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout ${MATRIX_LIMIT:-170} python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      tests/test_reference.py -k "not split" > "$OUT/pytest_gpu.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
+    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -9
+    timeout ${SPLIT_LIMIT:-120} python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      tests/test_split.py -k "split" > "$OUT/pytest_split.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_split.log" | tail -4 ;;
+  round17a)
+    # session 17: why the decoupled u0k2 loader costs the chain (+52% at H96 1x8192 in 16c):
+    # the released K2 at the u0k2 register split (r192), u0k2 without U0's product (no_u0),
+    # u0k2 at the released split (r216: the loading warpgroup spills)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 250 python bench/k2_round.py 1,3,2 1,3,2,r192 1,3,2,u0k2 1,3,2,u0k2,no_u0 1,3,2,u0k2,r216 \
+      > "$OUT/k2_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -11 "$OUT/k2_round.log" ;;
   round16c)
     # session 16: the u0k2 K2 as the code has it (3 and 4 slots; round 16c ran the loader with
     # its copies ahead of the product, now warp 0 copies and warps 2-3 multiply) against the

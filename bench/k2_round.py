@@ -10,6 +10,7 @@ float64 recurrence. Then K1 and K2 times (triton do_bench median, cu_seqlens, fp
 out) at the timing shapes. One JSON row per variant, a table last. "no_store" (a probe: K2 skips
 its output stores) is timed but fails the check by construction.
 """
+import dataclasses
 import json
 import sys
 import time
@@ -29,12 +30,19 @@ DEFAULT = [RELEASED, "1,3,2,no_store"]
 
 
 def k2_config(spec, varlen):
-    """spec: consumers,stages,min_blocks[,probe] (session 15's step forms "mo", "ua", "gp" are in
-    commit a8a4af4)"""
+    """spec: consumers,stages,min_blocks[,probe][,u0k2][,rNNN consumer registers] (session
+    15's step forms "mo", "ua", "gp" are in commit a8a4af4)"""
     nw, st, mb, *rest = spec.split(",")
-    probe = [r for r in rest if r != "u0k2"]
-    return K2Config(varlen=varlen, initial_state="float32", final_state=True, consumers=int(nw), stages=int(st),
-                    min_blocks=int(mb), probe=probe[0] if probe else "", u0_in_k2="u0k2" in rest)
+    regs = [int(r[1:]) for r in rest if r[:1] == "r" and r[1:].isdigit()]
+    probe = [r for r in rest if r != "u0k2" and not (r[:1] == "r" and r[1:].isdigit())]
+    cfg = K2Config(varlen=varlen, initial_state="float32", final_state=True, consumers=int(nw), stages=int(st),
+                   min_blocks=int(mb), probe=probe[0] if probe else "", u0_in_k2="u0k2" in rest)
+    if regs:
+        # rNNN: NNN consumer registers, the loading warpgroup gets the rest of the launch's
+        launch = 65536 // (cfg.threads * max(cfg.min_blocks, 1)) // 8 * 8
+        cfg = dataclasses.replace(cfg, consumer_regs=regs[0],
+                                  producer_regs=launch * (cfg.consumers + 1) - regs[0] * cfg.consumers)
+    return cfg
 
 
 def k1_spec(spec):

@@ -81,6 +81,12 @@ def model(inp, T, H, split="", diag=False, L_bf16=True, ws=True, state_fp16=True
     elif ab == "solve":     # (I + L) [Wk | U0] = diag(beta) [kd | v] solved in fp32 (exact here)
         Wk = rnd(Ab @ kd, w)
         U0 = rnd(Ab @ v, w)
+    elif ab in ("k2_bf16", "k2_hilo"):   # U0 formed in K2's accumulator from v and K1's fp16 Ab
+        Wk = rnd(rnd(Ab, w) @ rnd(kd, w), w)
+        Ah = rnd(rnd(Ab, FP16), BF)
+        if ab == "k2_hilo":
+            Ah = Ah + rnd(rnd(Ab, FP16) - Ah, BF)
+        U0 = Ah @ v
     elif split:
         Wk = rnd(rnd(Ab, BF) @ rnd(kd, BF), w)
         U0 = rnd(rnd(Ab, w) @ rnd(v, w), w)
@@ -121,6 +127,9 @@ VARIANTS = {
     # session 14: the fused producer's options for Wk | U0 (on top of the released mqk_diag)
     "mqk_diag, Ab bf16 (Wk, U0)": dict(diag=True, ab="bf16"),
     "mqk_diag, Wk|U0 solved in fp32": dict(diag=True, ab="solve"),
+    # session 17: U0 = Ab v inside K2's Ut accumulator (no fp16 U0), Ab from K1's fp16 Ab_s
+    "mqk_diag, U0 in K2, Ab bf16": dict(diag=True, ab="k2_bf16"),
+    "mqk_diag, U0 in K2, Ab bf16 hi+lo": dict(diag=True, ab="k2_hilo"),
 }
 
 

@@ -113,8 +113,8 @@ class K1Config:
     # (registry): one sequence 0.529 -> 0.513 ms at H96 1x8192 (bench/NOTES.md, session 15).
     dyn_search: bool = False
     # K2 forms U0 = Ab v itself, from v and the Ab that K1 writes in place of U0 (16 columns for
-    # 128); K1 then reads no v. Pairs with K2Config.u0_in_k2. Not released: K1 0.506 -> 0.430 ms
-    # at H96 1x8192, but K2 0.436 -> 0.583 (bench/NOTES.md, session 16).
+    # 128) and -Wk for Wk; K1 then reads no v. Pairs with K2Config.u0_in_k2 (K1 0.506 -> 0.430
+    # ms at H96 1x8192; bench/NOTES.md, sessions 16-17).
     u0_in_k2: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
@@ -181,11 +181,12 @@ class K2Config(StateIO):
     # as maps[n, g] = [B; M] and no output; "seg" (pass C) runs each segment from the start state
     # that kda_kernels/k2_scan.py composed from the maps, writing the output only.
     mode: str = "full"
-    # U0 = Ab v formed here, from v and K1's Ab (K1Config.u0_in_k2), by the loading warpgroup
-    # while the consumers run the chain; v then fixes T for pass A too. Not released: the
-    # product, one chunk ahead of the chain, delays it (+34% at H96 1x8192; session 16).
+    # U0 = Ab v formed here, from v and K1's fp16 Ab (K1Config.u0_in_k2), as one more k-step in
+    # the accumulator of Sh (-Wk)^T; v then fixes T for pass A too. (By the loading warpgroup
+    # instead: +34 to +52% at H96 1x8192, bench/NOTES.md, sessions 16-17.)
     u0_in_k2: bool = False
-    # Measurement only, never released: "no_store" skips the output stores. (Two ways to take the
+    # Measurement only, never released: "no_store" skips the output stores; "u0first" (u0_in_k2)
+    # issues U0's k-step before St's conversion and Sh (-Wk)^T. (Two ways to take the
     # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->
     # 0.453 ms at H96 1x8192, and each chunk's output stored during the next chunk's first
     # products, 0.484; bench/NOTES.md, session 9.)
@@ -205,8 +206,7 @@ class K2Config(StateIO):
         thread 65536 / (threads * min_blocks) (a multiple of 8); the warpgroups share that."""
         launch = 65536 // (self.threads * max(self.min_blocks, 1)) // 8 * 8
         total = launch * (self.consumers + 1)
-        # u0_in_k2: the loading warpgroup also forms U0 (an mma a chunk); 56 registers spill
-        prod = self.producer_regs or (64 if self.u0_in_k2 else 40)
+        prod = self.producer_regs or 40
         cons = self.consumer_regs or min(240, (total - prod) // self.consumers // 8 * 8)
         return cons, prod
 

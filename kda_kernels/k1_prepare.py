@@ -67,12 +67,12 @@ def build_k1(cfg: K1Config):
     N1 = T.dynamic("N1")
 
     @T.macro
-    def ab_product(Ab_s, x_s, st_s, acc, out, slot_len, bc, hv):
-        """out = Ab x for this program's chunks, staged in st_s (x_s itself where x_s is free after
-        the product) so that the global stores are 16-byte rows."""
+    def ab_product(Ab_s, x_s, st_s, acc, out, slot_len, bc, hv, negate=False):
+        """out = Ab x (-Ab x with negate) for this program's chunks, staged in st_s (x_s itself
+        where x_s is free after the product) so that the global stores are 16-byte rows."""
         T.gemm(Ab_s, x_s, acc, clear_accum=True)
         for r, e in T.Parallel(R, K):
-            st_s[r, e] = T.Cast(cfg.ws_dtype, acc[r, e])
+            st_s[r, e] = T.Cast(cfg.ws_dtype, -acc[r, e] if negate else acc[r, e])
         for r, e in T.Parallel(R, K):
             c = r // C
             if slot_len[c] > 0 and bc * CPB + c < NC:
@@ -403,12 +403,12 @@ def build_k1(cfg: K1Config):
                 for it in T.unroll(NPASS):
                     for i in T.vectorized(8):
                         v_s[it * RPP + tx // LPR, tx % LPR * 8 + i] = vh[it * 8 + i]
-            # Wk = Ab kd and U0 = Ab v
+            # Wk = Ab kd and U0 = Ab v; with u0_in_k2, -Wk (K2 accumulates U = v^T Ab^T - S Wk^T)
             if "ab" not in skip:
                 if split_k:
                     ab_product(Abb_s, k_s, wk_s, WU, Wk, slot_len, bc, hv)
                 else:
-                    ab_product(Ab_s, kdh_s, kdh_s, WU, Wk, slot_len, bc, hv)
+                    ab_product(Ab_s, kdh_s, kdh_s, WU, Wk, slot_len, bc, hv, u0k2)
                 if not u0k2:
                     ab_product(Ab_s, v_s, v_s, WU, U0, slot_len, bc, hv)
 

@@ -77,6 +77,45 @@ def wy_map_step(BV, K, C, op):
     return step
 
 
+def wy_v_step(BV, K, C, op, outputs, u0_first=False):
+    """One chunk of the chain (outputs) or of pass A with K2Config.u0_in_k2: U0 = Ab v formed in
+    the accumulator of Sh (-Wk)^T (K1 writes -Wk and Ab in fp16) from v's ring slot, whose rows at
+    and past `rem` read as 0 (the next sequence's tokens, whatever they hold, stay out; pass A's
+    identity rows take rem = 0):
+
+        Vt   = fp16(v^T)                        (as K1 rounded v for U0 before)
+        Ut   = Sh (-Wk)^T + Vt Ab^T
+    """
+    f32 = "float32"
+
+    @T.macro
+    def step(s, u0_col, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, v_r, Ab_r, Mqk_r, gC_r):
+        for j, r in T.Parallel(BV, C):
+            Vt[j, r] = T.if_then_else(r < rem, T.Cast(op, v_r[s, r, u0_col + j]), T.Cast(op, 0))
+        if u0_first:
+            T.wgmma_gemm(Vt, Ab_r[s, :, :], WO, transpose_B=True, clear_accum=True)
+            T.copy(St, Sh)
+            T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True)
+        else:
+            T.copy(St, Sh)
+            T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
+            T.wgmma_gemm(Vt, Ab_r[s, :, :], WO, transpose_B=True)
+        if outputs:
+            T.wgmma_gemm(Sh, qd_r[s, :, :], Oa, transpose_B=True, clear_accum=True)
+            T.wait_wgmma(1)
+        else:
+            T.wait_wgmma(0)
+        for j, d in T.Parallel(BV, K):
+            St[j, d] = St[j, d] * gC_r[s, d]
+        for j, r in T.Parallel(BV, C):
+            Uh[j, r] = T.Cast(op, WO[j, r])
+        T.wgmma_gemm(Uh, kr_r[s, :, :], St)
+        if outputs:
+            T.wgmma_gemm(Uh, Mqk_r[s, :, :], Oa, transpose_B=True)
+        T.wait_wgmma(0)
+    return step
+
+
 def build_k2(cfg: K2Config):
     K, V, C = cfg.head_dim, cfg.value_dim, CHUNK
     NW = cfg.consumers
@@ -106,14 +145,17 @@ def build_k2(cfg: K2Config):
     ROWS = V + K if mode == "map" else V
     outputs = mode != "map"
     u0k2 = cfg.u0_in_k2
-    step = wy_chain_step(BV, K, C, op) if outputs else wy_map_step(BV, K, C, op)
+    if u0k2:
+        step = wy_v_step(BV, K, C, op, outputs, cfg.probe == "u0first")
+    else:
+        step = wy_chain_step(BV, K, C, op) if outputs else wy_map_step(BV, K, C, op)
     # Pass A has no tensor that fixes T: its token indices are clamped to the last token that NC
     # allows, which is T or past it (valid cu_seqlens give the same segments as pass C's; any
     # contents stay inside the buffers through the clamps on nch).
     Tc = Tn if outputs or u0k2 else ((NC - NS) * C + C - 1 if cfg.varlen else NC // B * C)
 
     @T.macro
-    def consumer(w, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty,
+    def consumer(w, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full, empty,
                  h0, o, ht, b, n, gs, hv, vb, bos, seqlen, nch):
         T.set_max_nreg(creg, 1)
         v0 = vb * BP + w * BV
@@ -131,7 +173,11 @@ def build_k2(cfg: K2Config):
         for c in T.serial(nch):
             s = c % S
             T.barrier_wait(full[s], (c // S) % 2)
-            if outputs:
+            if u0k2:
+                # v's rows inside the sequence (none for pass A's identity rows)
+                rem = T.if_then_else(v0 < V, seqlen - c * C, 0)
+                step(s, w * BV, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r)
+            elif outputs:
                 step(s, w * BV, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
             else:
                 step(s, w * BV, u0s, St, Sh, WO, Uh, Wk_r, kr_r, U0_r, gC_r)
@@ -146,75 +192,29 @@ def build_k2(cfg: K2Config):
             T.copy(St, ht[n, hv, v0:v0 + BV, :])
 
     @T.macro
-    def load_slot(Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, Vraw_r, Ab_r,
-                  vfull, b, hv, ub, bos, slot0, c, s):
-        """The TMA copies of ring slot s for chunk c (warp 0 of the loading warpgroup)."""
-        row0 = (slot0 + c) * C
-        T.tma_copy(Wk[hv, row0:row0 + C, :], Wk_r[s, :, :], barrier=full[s])
-        if outputs:
-            T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
-        T.tma_copy(kr[hv, row0:row0 + C, :], kr_r[s, :, :], barrier=full[s])
-        if u0k2:
-            # v's rows past T arrive as zeros (TMA), those past the sequence are masked below
-            t0 = bos + c * C
-            T.tma_copy(v[b, t0:t0 + C, hv, ub * BP:(ub + 1) * BP], Vraw_r[s, :, :], barrier=vfull[s])
-            T.tma_copy(Ab[hv, row0:row0 + C, :], Ab_r[s, :, :], barrier=vfull[s])
-        else:
-            T.tma_copy(U0[hv, row0:row0 + C, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
-        if outputs:
-            T.tma_copy(Mqk[hv, row0:row0 + C, :], Mqk_r[s, :, :], barrier=full[s])
-        T.tma_copy(gC[hv, slot0 + c, :], gC_r[s, :], barrier=full[s])
-
-    @T.macro
-    def u0_product(Vraw_r, Ab_r, U0_r, Vt, Ut, full, vfull, vb, seqlen, c):
-        """U0 of chunk c into its ring slot by warps 2-3 of the loading warpgroup, then the slot's
-        arrival."""
-        s = c % S
-        T.barrier_wait(vfull[s], (c // S) % 2)
-        rem = T.if_then_else(vb < V // BP, seqlen - c * C, 0)
-        for j, r in T.Parallel(BP, C):
-            Vt[j, r] = T.if_then_else(r < rem, T.Cast(op, Vraw_r[s, r, j]), T.Cast(op, 0))
-        T.gemm(Vt, Ab_r[s, :, :], Ut, transpose_B=True, clear_accum=True)
-        for j, r in T.Parallel(BP, C):
-            U0_r[s, r, j] = T.Cast(op, Ut[j, r])
-        T.barrier_arrive(full[s])
-
-    @T.macro
-    def loader(tx, Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, empty,
-               Vraw_r, Ab_r, vfull, Vt, Ut, b, hv, vb, bos, slot0, seqlen, nch):
+    def loader(tx, Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full, empty,
+               b, hv, vb, bos, slot0, nch):
         T.set_max_nreg(preg, 0)
         ub = vb % (V // BP)
-        lt = tx - NW * WARPGROUP
-
-        if u0k2:
-            # U0^T = v^T Ab^T for this block's value columns while the consumers run the chain,
-            # with K1's former rounding (fp16 operands, fp32 accumulation, fp16 U0); v's rows at
-            # and past the sequence's end read as 0 (another sequence's tokens, NaN or not, stay
-            # out; pass A's identity blocks get U0 = 0). Warp 0 copies as the plain loader does;
-            # warps 2-3 form U0 of a chunk as soon as its rows arrive and its slot is free, so the
-            # product runs up to S - 1 chunks ahead of the chain. (One program for both, the
-            # product after the copies, waited for the consumers: +34% at H96 1x8192, session 16.)
-            if lt < 32:
-                for c in T.serial(nch):
-                    T.barrier_wait(empty[c % S], (c // S + 1) % 2)
-                    # the previous copies into this slot (chunk c - S) completed: long since, as the
-                    # consumers freed it after U0's product read them; said here in one hop
-                    T.barrier_wait(vfull[c % S], (c // S + 1) % 2)
-                    load_slot(Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, Vraw_r,
-                              Ab_r, vfull, b, hv, ub, bos, slot0, c, c % S)
-                    T.barrier_arrive(vfull[c % S])
-                    # (its copies' bytes on full belong to this arrival: `verify`'s phase model)
-                    T.barrier_arrive(full[c % S])
-            elif lt >= 2 * 32:
-                for c in T.serial(nch):
-                    T.barrier_wait(empty[c % S], (c // S + 1) % 2)
-                    u0_product(Vraw_r, Ab_r, U0_r, Vt, Ut, full, vfull, vb, seqlen, c)
-        elif lt < 32:
+        if tx - NW * WARPGROUP < 32:
             for c in T.serial(nch):
                 s = c % S
                 T.barrier_wait(empty[s], (c // S + 1) % 2)
-                load_slot(Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r, full, Vraw_r,
-                          Ab_r, vfull, b, hv, ub, bos, slot0, c, s)
+                row0 = (slot0 + c) * C
+                T.tma_copy(Wk[hv, row0:row0 + C, :], Wk_r[s, :, :], barrier=full[s])
+                if outputs:
+                    T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
+                T.tma_copy(kr[hv, row0:row0 + C, :], kr_r[s, :, :], barrier=full[s])
+                if u0k2:
+                    # v's rows past T arrive as zeros (TMA); those past the sequence, masked in the step
+                    t0 = bos + c * C
+                    T.tma_copy(v[b, t0:t0 + C, hv, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
+                    T.tma_copy(Ab[hv, row0:row0 + C, :], Ab_r[s, :, :], barrier=full[s])
+                else:
+                    T.tma_copy(U0[hv, row0:row0 + C, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
+                if outputs:
+                    T.tma_copy(Mqk[hv, row0:row0 + C, :], Mqk_r[s, :, :], barrier=full[s])
+                T.tma_copy(gC[hv, slot0 + c, :], gC_r[s, :], barrier=full[s])
                 T.barrier_arrive(full[s])
 
     @T.macro
@@ -232,23 +232,18 @@ def build_k2(cfg: K2Config):
             Wk_r = T.alloc_shared((S, C, K), op)
             qd_r = T.alloc_shared((S, C, K), op) if outputs else None
             kr_r = T.alloc_shared((S, C, K), op)
-            U0_r = T.alloc_shared((S, C, BP), op)
-            # u0_in_k2: v's rows and Ab, the loading warpgroup's operands of U0
-            Vraw_r = T.alloc_shared((S, C, BP), bf) if u0k2 else None
+            # U0's slot, or v's with u0_in_k2 (then Ab's slot too)
+            U0_r = T.alloc_shared((S, C, BP), bf if u0k2 else op)
             Ab_r = T.alloc_shared((S, C, C), op) if u0k2 else None
             Mqk_r = T.alloc_shared((S, C, C), op) if outputs else None
             gC_r = T.alloc_shared((S, K), f32)
-            # u0_in_k2: the slot is full once warp 0's copies landed and warps 2-3 of the loading
-            # warpgroup wrote U0 (v's copies: vfull)
-            full = T.alloc_barrier(arrive_count=[32 + 64 if u0k2 else 32] * S)
-            vfull = T.alloc_barrier(arrive_count=[32] * S) if u0k2 else None
+            full = T.alloc_barrier(arrive_count=[32] * S)
             empty = T.alloc_barrier(arrive_count=[NW * WARPGROUP] * S)
 
             frags = [(T.alloc_fragment((BV, K), f32), T.alloc_fragment((BV, K), op), T.alloc_fragment((BV, C), f32),
-                      T.alloc_fragment((BV, C), f32) if outputs else None, T.alloc_fragment((BV, C), op))
+                      T.alloc_fragment((BV, C), f32) if outputs else None, T.alloc_fragment((BV, C), op),
+                      T.alloc_fragment((BV, C), op) if u0k2 else None)
                      for _ in range(NW)]
-            Vt = T.alloc_fragment((BP, C), op) if u0k2 else None
-            Ut = T.alloc_fragment((BP, C), f32) if u0k2 else None
 
             if cfg.min_blocks:
                 T.annotate_min_blocks_per_sm(cfg.min_blocks)
@@ -268,11 +263,11 @@ def build_k2(cfg: K2Config):
             slot0 = T.max(slot0, 0)
             nch = T.max(T.min(T.ceildiv(seqlen, C), NC - slot0), 0)
             b = 0 if cfg.varlen else n
-            ring = (Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
+            ring = (Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r)
             tx = T.get_thread_binding()
             if mode == "full":
                 args = (*ring, full, empty, h0, o, ht, b, n, gs, hv, vb, bos, seqlen, nch)
-                first = (bos, slot0, seqlen)
+                first = (bos, slot0)
             else:
                 # segment gs: chunks [gs L, gs L + L) of the sequence, cut at its end (the segments
                 # past it run no chunk: pass A writes their map as the identity)
@@ -280,15 +275,15 @@ def build_k2(cfg: K2Config):
                 c0 = T.min(gs * L, nch)
                 nch = T.min(L, nch - c0)
                 args = (*ring, full, empty, h0, o, ht, b, n, gs, hv, vb, bos + c0 * C, seqlen - c0 * C, nch)
-                first = (bos + c0 * C, slot0 + c0, seqlen - c0 * C)
+                first = (bos + c0 * C, slot0 + c0)
             if tx < WARPGROUP:
                 consumer(0, *frags[0], *args)
             elif NW == 2 and tx < 2 * WARPGROUP:
                 consumer(1, *frags[-1], *args)
             else:
                 # (b only where used: a macro argument renames the grid variable in the IR)
-                loader(tx, Wk, qd, kr, U0, Ab, v, Mqk, gC, *ring, full, empty, Vraw_r, Ab_r, vfull, Vt, Ut,
-                       b if u0k2 else None, hv, vb, *first, nch)
+                loader(tx, Wk, qd, kr, U0, Ab, v, Mqk, gC, *ring, full, empty, b if u0k2 else None, hv, vb,
+                       *first, nch)
 
     # A fresh T.Tensor per parameter: parameters annotated with one shared T.Tensor object become
     # one buffer (TileLang 0.1.x; `verify` checks it: model.params).
