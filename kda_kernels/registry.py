@@ -72,17 +72,18 @@ def _released() -> tuple[Build, ...]:
     # Varlen K1 returns first from hole slots: H32 8192 x 16 5.55 -> 3.60 ms, 2048 x 64 3.56 -> 3.10,
     # other shapes within 2% (bench/NOTES.md, session 13); its slot search runs the steps N needs:
     # one sequence 0.529 -> 0.513 ms at H96 1x8192, 0.350 -> 0.335 at H8 1x65536 (session 15).
+    # K2 forms U0 = Ab v (u0_in_k2): K1 reads no v and writes Ab's 16 columns for U0's 128.
     for varlen, fast_math in itertools.product((False, True), (False, True)):
         builds.append(Build("k1", K1Config(varlen=varlen, fast_math=fast_math, skip_holes=varlen,
-                                           dyn_search=varlen)))
+                                           dyn_search=varlen, u0_in_k2=True)))
     # K2 does no transcendental math, so fast_math selects only among K1 builds.
     for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
-        builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final)))
+        builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final, u0_in_k2=True)))
     # The sequence split: K1, then pass A, the scan (which reads the initial state and writes the
     # final state) and pass C in place of K2. Varlen only: kda_prefill passes a fixed batch to it
     # as B sequences of T tokens.
-    builds.append(Build("k2_map", K2Config(varlen=True, mode="map")))
-    builds.append(Build("k2_seg", K2Config(varlen=True, mode="seg")))
+    builds.append(Build("k2_map", K2Config(varlen=True, mode="map", u0_in_k2=True)))
+    builds.append(Build("k2_seg", K2Config(varlen=True, mode="seg", u0_in_k2=True)))
     for h0, out_final in itertools.product((None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2_scan", ScanConfig(varlen=True, initial_state=h0, final_state=out_final)))
     # kda_decode: with a token axis S (1..8 tokens) is a shape variable; without one the token

@@ -618,7 +618,7 @@ def test_kernel_args_name_real_buffers():
                 assert a.name in descs
             else:
                 assert a.name in names or set(X.free_vars(a.expr)) <= {"B", "T", "H", "HV", "N1", "NC"}
-    assert {w.name for w in spec.workspace} == {"Wk", "qd", "kr", "U0", "Mqk", "gC"}
+    assert {w.name for w in spec.workspace} == {"Wk", "qd", "kr", "Ab", "Mqk", "gC"}   # U0 = Ab v in K2
     assert [p.name for p in spec.outputs] == ["o", "final_state"]
 
 

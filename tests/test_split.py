@@ -65,9 +65,10 @@ def _args(lens=(40000, 0, 1, 25000), H=2, seed=0):
 def test_split_entry_validates_and_plans(backend):
     e = hc.get_entry(*_split_builds(), backend=backend)
     spec = e.spec
-    assert [ks.build_name for ks in spec.kernels] == ["k1_prepare_varlen_ds_skipholes_mqkdiag", "k2_map_varlen",
-                                                      "k2_scan_varlen_h0f32_ht", "k2_seg_varlen"]
-    assert {w.name for w in spec.workspace} == {"Wk", "qd", "kr", "U0", "Mqk", "gC", "maps", "starts"}
+    assert [ks.build_name for ks in spec.kernels] == ["k1_prepare_varlen_ds_skipholes_mqkdiag_u0k2",
+                                                      "k2_map_varlen_u0k2", "k2_scan_varlen_h0f32_ht",
+                                                      "k2_seg_varlen_u0k2"]
+    assert {w.name for w in spec.workspace} == {"Wk", "qd", "kr", "Ab", "Mqk", "gC", "maps", "starts"}
     assert [p.name for p in spec.outputs] == ["o", "final_state"]
     a = _args()
     env = e.validate_only(*a, expect_device="cpu")

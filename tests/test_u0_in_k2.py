@@ -1,6 +1,6 @@
-"""K1Config/K2Config.u0_in_k2 (measured, not released: bench/NOTES.md, session 16): K2 forms
-U0 = Ab v itself, so the pair's workspace trades U0 [.., 128] for Ab [.., 16], and v moves from
-K1's parameters to K2's. The kernels run on the GPU through bench/k2_round.py (u0k2)."""
+"""K1Config/K2Config.u0_in_k2 (bench/NOTES.md, sessions 16-17): K2 forms U0 = Ab v itself, so
+the pair's workspace trades U0 [.., 128] for Ab [.., 16], and v moves from K1's parameters to
+K2's. The kernels run on the GPU through bench/k2_round.py (u0k2) and the GPU matrix."""
 import pytest
 
 from kda_kernels.configs import K1Config, K2Config

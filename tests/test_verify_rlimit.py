@@ -12,7 +12,7 @@ import z3
 from verify import solver
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = "k2_recurrence_varlen_h0f32_htnone"   # one of the quickest released builds to verify
+SMALL = "k2_recurrence_varlen_h0f32_htnone_u0k2"   # one of the quickest released builds to verify
 
 
 def _env(**extra):
