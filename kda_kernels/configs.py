@@ -185,8 +185,8 @@ class K2Config(StateIO):
     # the accumulator of Sh (-Wk)^T; v then fixes T for pass A too. (By the loading warpgroup
     # instead: +34 to +52% at H96 1x8192, bench/NOTES.md, sessions 16-17.)
     u0_in_k2: bool = False
-    # Measurement only, never released: "no_store" skips the output stores; "u0first" (u0_in_k2)
-    # issues U0's k-step before St's conversion and Sh (-Wk)^T. (Two ways to take the
+    # Measurement only, never released: "no_store" skips the output stores; "u0pre" (u0_in_k2)
+    # loads v's operand of the next chunk during this chunk's last products. (Two ways to take the
     # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->
     # 0.453 ms at H96 1x8192, and each chunk's output stored during the next chunk's first
     # products, 0.484; bench/NOTES.md, session 9.)
