@@ -113,7 +113,7 @@ class K1Config:
     # (registry): one sequence 0.529 -> 0.513 ms at H96 1x8192 (bench/NOTES.md, session 15).
     dyn_search: bool = False
     # K2 forms U0 = Ab v itself, from v and the Ab that K1 writes in place of U0 (16 columns for
-    # 128) and -Wk for Wk; K1 then reads no v. Pairs with K2Config.u0_in_k2 (K1 0.506 -> 0.430
+    # 128) and -Wk for Wk; K1 then reads no v. Pairs with K2Config.u0_in_k2 (K1 0.506 -> 0.436
     # ms at H96 1x8192; bench/NOTES.md, sessions 16-17).
     u0_in_k2: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
@@ -182,11 +182,11 @@ class K2Config(StateIO):
     # that kda_kernels/k2_scan.py composed from the maps, writing the output only.
     mode: str = "full"
     # U0 = Ab v formed here, from v and K1's fp16 Ab (K1Config.u0_in_k2), as one more k-step in
-    # the accumulator of Sh (-Wk)^T; v then fixes T for pass A too. (By the loading warpgroup
-    # instead: +34 to +52% at H96 1x8192, bench/NOTES.md, sessions 16-17.)
+    # the accumulator of Sh (-Wk)^T; v then fixes T for pass A too. Released: K2 +4% at H96
+    # 1x8192 (+11% where an SM holds one chain), K1 -14% (bench/NOTES.md, session 17; by the
+    # loading warpgroup instead: +34 to +52%, sessions 16-17).
     u0_in_k2: bool = False
-    # Measurement only, never released: "no_store" skips the output stores; "u0pre" (u0_in_k2)
-    # loads v's operand of the next chunk during this chunk's last products. (Two ways to take the
+    # Measurement only, never released: "no_store" skips the output stores. (Two ways to take the
     # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->
     # 0.453 ms at H96 1x8192, and each chunk's output stored during the next chunk's first
     # products, 0.484; bench/NOTES.md, session 9.)

@@ -77,7 +77,7 @@ def wy_map_step(BV, K, C, op):
     return step
 
 
-def wy_v_step(BV, K, C, op, outputs, prefetch=False):
+def wy_v_step(BV, K, C, op, outputs):
     """One chunk of the chain (outputs) or of pass A with K2Config.u0_in_k2: U0 = Ab v formed in
     the accumulator of Sh (-Wk)^T (K1 writes -Wk and Ab in fp16) from v's ring slot, whose rows at
     and past `rem` read as 0 (the next sequence's tokens, whatever they hold, stay out; pass A's
@@ -86,22 +86,15 @@ def wy_v_step(BV, K, C, op, outputs, prefetch=False):
         Vt   = fp16(v^T)                        (as K1 rounded v for U0 before)
         Ut   = Sh (-Wk)^T + Vt Ab^T
 
-    Vt's loads come after Sh (-Wk)^T is issued, so that they run beside it (before it, wgmma's
-    fence waits for them: +24% at H96 1x8192, session 17); with `prefetch`, Vt of the next chunk
-    is loaded while this chunk's last products run."""
-    f32 = "float32"
+    Vt's loads come after Sh (-Wk)^T is issued, so that they run beside it: before it, wgmma's
+    fence waits for them (+24% at H96 1x8192; bench/NOTES.md, session 17)."""
 
     @T.macro
-    def load_vt(s, u0_col, rem, Vt, v_r):
-        for j, r in T.Parallel(BV, C):
-            Vt[j, r] = T.if_then_else(r < rem, T.Cast(op, v_r[s, r, u0_col + j]), T.Cast(op, 0))
-
-    @T.macro
-    def step(s, u0_col, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, v_r, Ab_r, Mqk_r, gC_r, nxt):
+    def step(s, u0_col, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, v_r, Ab_r, Mqk_r, gC_r):
         T.copy(St, Sh)
         T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
-        if not prefetch:
-            load_vt(s, u0_col, rem, Vt, v_r)
+        for j, r in T.Parallel(BV, C):
+            Vt[j, r] = T.if_then_else(r < rem, T.Cast(op, v_r[s, r, u0_col + j]), T.Cast(op, 0))
         T.wgmma_gemm(Vt, Ab_r[s, :, :], WO, transpose_B=True)
         if outputs:
             T.wgmma_gemm(Sh, qd_r[s, :, :], Oa, transpose_B=True, clear_accum=True)
@@ -115,13 +108,8 @@ def wy_v_step(BV, K, C, op, outputs, prefetch=False):
         T.wgmma_gemm(Uh, kr_r[s, :, :], St)
         if outputs:
             T.wgmma_gemm(Uh, Mqk_r[s, :, :], Oa, transpose_B=True)
-        if prefetch:
-            # nxt = (more chunks, full, its slot, parity, rem)
-            if nxt[0]:
-                T.barrier_wait(nxt[1][nxt[2]], nxt[3])
-                load_vt(nxt[2], u0_col, nxt[4], Vt, v_r)
         T.wait_wgmma(0)
-    return step, load_vt
+    return step
 
 
 def build_k2(cfg: K2Config):
@@ -153,9 +141,8 @@ def build_k2(cfg: K2Config):
     ROWS = V + K if mode == "map" else V
     outputs = mode != "map"
     u0k2 = cfg.u0_in_k2
-    u0pre = u0k2 and cfg.probe == "u0pre"
     if u0k2:
-        step, load_vt = wy_v_step(BV, K, C, op, outputs, u0pre)
+        step = wy_v_step(BV, K, C, op, outputs)
     else:
         step = wy_chain_step(BV, K, C, op) if outputs else wy_map_step(BV, K, C, op)
     # Pass A has no tensor that fixes T: its token indices are clamped to the last token that NC
@@ -179,20 +166,13 @@ def build_k2(cfg: K2Config):
         else:
             T.clear(St)
         u0s = T.if_then_else(v0 < V, 1.0, 0.0)
-        if u0pre:
-            if nch > 0:
-                T.barrier_wait(full[0], 0)
-                load_vt(0, w * BV, T.if_then_else(v0 < V, seqlen, 0), Vt, U0_r)
         for c in T.serial(nch):
             s = c % S
-            if not u0pre:
-                T.barrier_wait(full[s], (c // S) % 2)
+            T.barrier_wait(full[s], (c // S) % 2)
             if u0k2:
                 # v's rows inside the sequence (none for pass A's identity rows)
                 rem = T.if_then_else(v0 < V, seqlen - c * C, 0)
-                nxt = (c + 1 < nch, full, (c + 1) % S, ((c + 1) // S) % 2,
-                       T.if_then_else(v0 < V, seqlen - c * C - C, 0))
-                step(s, w * BV, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, nxt)
+                step(s, w * BV, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r)
             elif outputs:
                 step(s, w * BV, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
             else:
