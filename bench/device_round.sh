@@ -37,6 +37,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round17d # K2 stores unguarded (verify-proved): JIT vs guarded, release through the host entry (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round17c # u0k2 forms (loads beside, prefetched), release through the host entry (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round17b # u0k2 release: K2 forms, build, GPU matrix, stage times, split tests (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round17a # u0k2 K2: register split and product probes (~3 min)
@@ -337,6 +338,22 @@ case "$mode" in
       tests/test_reference.py -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
     timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -9 ;;
+  round17d)
+    # session 17: K2's output stores without TileLang's guards and, for whole chunks, without a
+    # predicate each (as registered) against the guarded form (the previous release) through the
+    # JIT; then the release through the host entry: build, the GPU matrix, stage times, split tests
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 100 python bench/k2_round.py 1,3,2,u0k2,guarded 1,3,2,u0k2 > "$OUT/k2_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -5 "$OUT/k2_round.log"
+    timeout 80 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout ${MATRIX_LIMIT:-170} python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      tests/test_reference.py -k "not split" > "$OUT/pytest_gpu.log" 2>&1
+    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
+    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_main.json" 2>/dev/null
+    timeout 50 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -9
+    timeout ${SPLIT_LIMIT:-60} python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      tests/test_split.py -k "split" > "$OUT/pytest_split.log" 2>&1
+    tail -c 300 "$OUT/pytest_split.log" ;;
   round17c)
     # session 17: U0's k-step with v's operand loaded beside Sh (-Wk)^T (u0k2, as registered) and
     # prefetched a chunk ahead (u0pre), against the previous release's K2 through the JIT; then the

@@ -178,10 +178,19 @@ def build_k2(cfg: K2Config):
             else:
                 step(s, w * BV, u0s, St, Sh, WO, Uh, Wk_r, kr_r, U0_r, gC_r)
             T.barrier_arrive(empty[s])
-            if outputs and cfg.probe != "no_store":
+            if outputs and cfg.probe == "guarded":
                 for j, r in T.Parallel(BV, C):
                     if c * C + r < seqlen:
                         o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
+            elif outputs and cfg.probe != "no_store":
+                # a whole chunk's rows without a predicate each (K2Config.pass_configs)
+                if c * C + C <= seqlen:
+                    for j, r in T.Parallel(BV, C):
+                        o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
+                else:
+                    for j, r in T.Parallel(BV, C):
+                        if c * C + r < seqlen:
+                            o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
         if mode == "map":
             T.copy(St, ht[n, gs, hv, v0:v0 + BV, :])
         elif cfg.final_state:
