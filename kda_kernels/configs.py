@@ -187,7 +187,8 @@ class K2Config(StateIO):
     # loading warpgroup instead: +34 to +52%, sessions 16-17).
     u0_in_k2: bool = False
     # Measurement only, never released: "no_store" skips the output stores; "guarded" keeps
-    # TileLang's bounds guards and a predicate on every output store. (Two ways to take the
+    # TileLang's bounds guards and a predicate on every output store; "nosafe" the predicate
+    # without the guards (no branch between whole and partial chunks). (Two ways to take the
     # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->
     # 0.453 ms at H96 1x8192, and each chunk's output stored during the next chunk's first
     # products, 0.484; bench/NOTES.md, session 9.)

@@ -178,7 +178,7 @@ def build_k2(cfg: K2Config):
             else:
                 step(s, w * BV, u0s, St, Sh, WO, Uh, Wk_r, kr_r, U0_r, gC_r)
             T.barrier_arrive(empty[s])
-            if outputs and cfg.probe == "guarded":
+            if outputs and cfg.probe in ("guarded", "nosafe"):
                 for j, r in T.Parallel(BV, C):
                     if c * C + r < seqlen:
                         o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
