@@ -113,3 +113,21 @@ def test_k1_skip_holes_returns_block_uniformly():
     div = next(c for c in r.checks if c.name == "barriers.divergence")
     assert div.status == PROVED and "1 early return" in div.detail, (div.status, div.detail)
     assert r.status == PROVED, [(c.name, c.status) for c in r.checks if c.status != PROVED]
+
+
+def test_k2_whole_chunk_store_needs_its_bound():
+    """K2 stores a whole chunk of o with neither TileLang's guards (K2Config.pass_configs) nor a
+    predicate per row: only `c C + C <= seqlen` keeps those stores inside the sequence and inside
+    o. Weakened to `c C < seqlen` (a partial chunk stored whole), verify must reject the build by
+    bounds (past T) and by the race with the next sequence's program."""
+    b = registry.find("k2", varlen=True, initial_state="float32", final_state=True)
+    assert registry.pass_configs(b).get("tl.disable_safe_memory_legalize")
+    low = lower(b.prim_func(), registry.pass_configs(b), b.name)
+
+    def weaken(f):
+        out = mutate.rewrite_if(f, lambda t: t.endswith("+ 16 <= seqlen"), lambda c: tirx.LT(c.a.a, c.b))
+        assert out.script() != f.script()
+        return out
+    r = _verify(_registry_job(b.name), low, weaken)
+    failed = {c.name for c in r.checks if c.status != PROVED}
+    assert {"bounds.global", "barriers.global_race"} <= failed, failed

@@ -61,6 +61,16 @@ def rebind(func, var_name: str, fn):
     return _transform(func, post, ["tirx.Bind"])
 
 
+def rewrite_if(func, match, fn):
+    """Replace the condition of every IfThenElse statement whose condition's text satisfies
+    match(text) by fn(condition)."""
+    def post(node):
+        if isinstance(node, tirx.IfThenElse) and match(str(node.condition)):
+            return tirx.IfThenElse(fn(node.condition), node.then_case, node.else_case)
+        return None
+    return _transform(func, post, ["tirx.IfThenElse"])
+
+
 def set_attr(func, key: str, value):
     return func.with_attr(key, value)
 
