@@ -188,7 +188,9 @@ class K2Config(StateIO):
     u0_in_k2: bool = False
     # Measurement only, never released: "no_store" skips the output stores; "guarded" keeps
     # TileLang's bounds guards and a predicate on every output store; "nosafe" the predicate
-    # without the guards (no branch between whole and partial chunks). (Two ways to take the
+    # without the guards (no branch between whole and partial chunks); "unroll" runs the
+    # consumers' chunk loop a ring period (S chunks) at a time, each copy's slot a constant
+    # (~40 fewer instructions a chunk: the slot, parity and descriptor bases). (Two ways to take the
     # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->
     # 0.453 ms at H96 1x8192, and each chunk's output stored during the next chunk's first
     # products, 0.484; bench/NOTES.md, session 9.)

@@ -151,6 +151,34 @@ def build_k2(cfg: K2Config):
     Tc = Tn if outputs or u0k2 else ((NC - NS) * C + C - 1 if cfg.varlen else NC // B * C)
 
     @T.macro
+    def chunk(c, s, par, w, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full, empty, o, b, hv,
+              bos, seqlen, v0, u0s):
+        """Chunk c of the consumer's chain from ring slot s (its full barrier's parity par)."""
+        T.barrier_wait(full[s], par)
+        if u0k2:
+            # v's rows inside the sequence (none for pass A's identity rows)
+            rem = T.if_then_else(v0 < V, seqlen - c * C, 0)
+            step(s, w * BV, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r)
+        elif outputs:
+            step(s, w * BV, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
+        else:
+            step(s, w * BV, u0s, St, Sh, WO, Uh, Wk_r, kr_r, U0_r, gC_r)
+        T.barrier_arrive(empty[s])
+        if outputs and cfg.probe in ("guarded", "nosafe"):
+            for j, r in T.Parallel(BV, C):
+                if c * C + r < seqlen:
+                    o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
+        elif outputs and cfg.probe != "no_store":
+            # a whole chunk's rows without a predicate each (K2Config.pass_configs)
+            if c * C + C <= seqlen:
+                for j, r in T.Parallel(BV, C):
+                    o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
+            else:
+                for j, r in T.Parallel(BV, C):
+                    if c * C + r < seqlen:
+                        o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
+
+    @T.macro
     def consumer(w, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full, empty,
                  h0, o, ht, b, n, gs, hv, vb, bos, seqlen, nch):
         T.set_max_nreg(creg, 1)
@@ -166,31 +194,17 @@ def build_k2(cfg: K2Config):
         else:
             T.clear(St)
         u0s = T.if_then_else(v0 < V, 1.0, 0.0)
-        for c in T.serial(nch):
-            s = c % S
-            T.barrier_wait(full[s], (c // S) % 2)
-            if u0k2:
-                # v's rows inside the sequence (none for pass A's identity rows)
-                rem = T.if_then_else(v0 < V, seqlen - c * C, 0)
-                step(s, w * BV, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r)
-            elif outputs:
-                step(s, w * BV, St, Sh, WO, Oa, Uh, Wk_r, qd_r, kr_r, U0_r, Mqk_r, gC_r)
-            else:
-                step(s, w * BV, u0s, St, Sh, WO, Uh, Wk_r, kr_r, U0_r, gC_r)
-            T.barrier_arrive(empty[s])
-            if outputs and cfg.probe in ("guarded", "nosafe"):
-                for j, r in T.Parallel(BV, C):
-                    if c * C + r < seqlen:
-                        o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
-            elif outputs and cfg.probe != "no_store":
-                # a whole chunk's rows without a predicate each (K2Config.pass_configs)
-                if c * C + C <= seqlen:
-                    for j, r in T.Parallel(BV, C):
-                        o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
-                else:
-                    for j, r in T.Parallel(BV, C):
-                        if c * C + r < seqlen:
-                            o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
+        if cfg.probe == "unroll":
+            # the ring's period unrolled: each copy's slot is a constant (its descriptors too)
+            for c3 in T.serial(T.ceildiv(nch, S)):
+                for u in T.unroll(S):
+                    if c3 * S + u < nch:
+                        chunk(c3 * S + u, u, c3 % 2, w, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r,
+                              Mqk_r, gC_r, full, empty, o, b, hv, bos, seqlen, v0, u0s)
+        else:
+            for c in T.serial(nch):
+                chunk(c, c % S, (c // S) % 2, w, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r,
+                      gC_r, full, empty, o, b, hv, bos, seqlen, v0, u0s)
         if mode == "map":
             T.copy(St, ht[n, gs, hv, v0:v0 + BV, :])
         elif cfg.final_state:

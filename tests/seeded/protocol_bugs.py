@@ -248,23 +248,71 @@ def tx_only_wait():
     return _tx_only("tx_only_wait", 0)
 
 
+def _unrolled(name, free_first):
+    """Three ring slots. Warp 4 copies tile k into slot k % 3 (full[k % 3], transaction bytes) after
+    the consumers freed it; the consumer warpgroup runs the ring's period unrolled (a loop over
+    periods k3, slot u constant in each copy, chunk 3 k3 + u guarded by `< K`), as K2's "unroll"
+    form does. With free_first the consumers arrive on empty before they read the slot."""
+    K = T.dynamic("K")
+
+    @T.prim_func
+    def kern(A: T.Tensor((K, N_, N_), "float16"), B: T.Tensor((128, 1), "float32")):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((3, N_, N_), "float16")
+            full = T.alloc_barrier(arrive_count=[1, 1, 1])
+            empty = T.alloc_barrier(arrive_count=[128, 128, 128])
+            acc = T.alloc_var("float32", init=0.0)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                for k3 in T.serial(T.ceildiv(K, 3)):
+                    for u in T.unroll(3):
+                        if k3 * 3 + u < K:
+                            T.barrier_wait(full[u], k3 % 2)
+                            if free_first:
+                                T.barrier_arrive(empty[u])
+                            for j in T.serial(N_ // 2):
+                                acc = acc + T.Cast("float32", A_s[u, tx // 2, (tx % 2) * (N_ // 2) + j])
+                            if not free_first:
+                                T.barrier_arrive(empty[u])
+                B[tx, 0] = acc
+            elif tx < 160:
+                for k in T.serial(K):
+                    T.barrier_wait(empty[k % 3], (k // 3 + 1) % 2)
+                    if tx == 128:
+                        T.tma_copy(A[k, 0:N_, 0:N_], A_s[k % 3, :, :], barrier=full[k % 3])
+                        T.barrier_arrive(full[k % 3])
+    return kern.with_attr("global_symbol", name)
+
+
+def unrolled_early_free():
+    return _unrolled("unrolled_early_free", True)
+
+
+def unrolled_ring():
+    return _unrolled("unrolled_ring", False)
+
+
 KERNELS = {f.__name__: f for f in (read_before_wait, wait_then_read, wait_in_empty_loop, wait_before_loop,
                                    parity_restarts, parity_continues, one_role_arrives, both_roles_arrive,
-                                   ahead_unfreed, ahead_freed, tx_only_lagging_wait, tx_only_wait)}
+                                   ahead_unfreed, ahead_freed, tx_only_lagging_wait, tx_only_wait,
+                                   unrolled_early_free, unrolled_ring)}
 MANUAL = {"tl.disable_thread_storage_sync": True, "tl.disable_warp_specialized": True}
 PASS_CONFIGS = {name: MANUAL for name in KERNELS}
 PRECONDITIONS = {name: ["K >= 0", "K <= 2**16"] for name in ("wait_in_empty_loop", "wait_before_loop")}
 PRECONDITIONS.update({name: ["K >= 1", "K <= 2**16"] for name in ("parity_restarts", "parity_continues",
                                                                   "one_role_arrives", "both_roles_arrive",
                                                                   "ahead_unfreed", "ahead_freed",
-                                                                  "tx_only_lagging_wait", "tx_only_wait")})
+                                                                  "tx_only_lagging_wait", "tx_only_wait",
+                                                                  "unrolled_early_free", "unrolled_ring")})
 BANK_BUDGET = {name: 32 for name in KERNELS}
 EXPECT = {"read_before_wait": "barriers.race", "wait_then_read": None,
           "wait_in_empty_loop": "barriers.race", "wait_before_loop": None,
           "parity_restarts": "barriers.parity", "parity_continues": None,
           "one_role_arrives": "barriers.mbarrier_phase", "both_roles_arrive": None,
           "ahead_unfreed": "barriers.race", "ahead_freed": None,
-          "tx_only_lagging_wait": "barriers.race", "tx_only_wait": None}
+          "tx_only_lagging_wait": "barriers.race", "tx_only_wait": None,
+          "unrolled_early_free": "barriers.race", "unrolled_ring": None}
 TWIN = {"read_before_wait": "wait_then_read", "wait_in_empty_loop": "wait_before_loop",
         "parity_restarts": "parity_continues", "one_role_arrives": "both_roles_arrive",
-        "ahead_unfreed": "ahead_freed", "tx_only_lagging_wait": "tx_only_wait"}
+        "ahead_unfreed": "ahead_freed", "tx_only_lagging_wait": "tx_only_wait",
+        "unrolled_early_free": "unrolled_ring"}

@@ -816,13 +816,38 @@ def _mbar_order2(st, x, tx, y, ty, narrow=False):
                     opts = [(other.loops[depth].id, tag, shift) for other, tag, shifts in ((x, tx, (0, 1)), (y, ty, (0, -1)))
                             if depth < len(other.loops) for shift in shifts]
                     options.append(opts or [None])
-                for combo in itertools.product(*options):
+                combos = list(itertools.product(*options))
+                combos += _ring_period_combos(st, a2, buf2, x, tx, y, ty)
+                for combo in combos:
                     mid = _mid_terms(st, a2, buf1, b1, b2, combo)
                     if mid is None:
                         continue
                     cond, W1, D1, m2 = mid
                     terms.append(z3.And(cond, rel[1], acq[1], rel[0] <= W1 - 1 - D1, m2 <= acq[0]))
     return (z3.Or(terms) if terms else z3.BoolVal(False)), []
+
+
+def _ring_period_combos(st, a2, buf2, x, tx, y, ty):
+    """Witness iterations for an intermediate arrival inside a ring's period unrolled: a loop over
+    periods around a loop over the S slots of buf2 (constant extent S, buf2 of size S), where
+    x's or y's single chunk loop runs the same chunks one at a time. The chunk c (x's, or y's
+    and the one before it) is period c // S, slot c % S."""
+    if len(a2.loops) < 2:
+        return []
+    S = st.ph.sizes.get(buf2)
+    inner, outer = a2.loops[-1], a2.loops[-2]
+    ext = z3.simplify(inner.extent)
+    if S is None or S < 2 or not z3.is_int_value(ext) or ext.as_long() != S:
+        return []
+    out = []
+    for other, tag, shifts in ((x, tx, (0,)), (y, ty, (0, -1))):
+        if len(other.loops) < len(a2.loops) - 1:
+            continue
+        chunk = other.loops[len(a2.loops) - 2]
+        head = tuple((other.loops[d].id, tag, 0) if d < len(other.loops) else None for d in range(len(a2.loops) - 2))
+        for shift in shifts:
+            out.append(head + ((chunk.id, tag, shift, S, "div"), (chunk.id, tag, shift, S, "mod")))
+    return out
 
 
 def _intermediates(st, buf1, b1):
@@ -870,11 +895,16 @@ def _mid_terms(st, a2, buf1, b1, b2, combo):
         loops_by_id = {lp.id: lp for lp in k.loops}
         for lp, c in zip(a2.loops, combo):
             if c is not None:
-                sub.append((ctx.instance(lp.sym, mid), ctx.instance(loops_by_id[c[0]].sym, c[1]) + c[2]))
+                it = ctx.instance(loops_by_id[c[0]].sym, c[1]) + c[2]
+                if len(c) > 3:
+                    it = it / c[3] if c[4] == "div" else it % c[3]
+                sub.append((ctx.instance(lp.sym, mid), it))
 
         def at(t):
             return z3.substitute(ctx.instance(t, mid), *sub)
-        lows = [ctx.instance(lp.sym, mid) >= ctx.instance(lp.lo, mid) for lp in a2.loops]
+        # the witness's iterations inside its loops' ranges
+        lows = [z3.And(ctx.instance(lp.sym, mid) >= ctx.instance(lp.lo, mid),
+                       ctx.instance(lp.sym, mid) < ctx.instance(lp.lo + lp.extent, mid)) for lp in a2.loops]
         cond = at(z3.And(list(a2.conds) + [a2.mbar[1] == b2])) if a2.conds else at(a2.mbar[1] == b2)
         cond = z3.And([cond] + [z3.substitute(x, *sub) for x in lows])
         r = (cond, at(W1), at(D1), at(m2))
