@@ -37,7 +37,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
-#   source .devbundle/activate.sh && bash bench/device_round.sh round18a # K2 forms: released, nosafe, unroll, guarded (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round18a # K2 forms: released, row, unroll, row+unroll, guarded (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round17d # K2 stores unguarded (verify-proved): JIT vs guarded, release through the host entry (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round17c # u0k2 forms (loads beside, prefetched), release through the host entry (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round17b # u0k2 release: K2 forms, build, GPU matrix, stage times, split tests (~9 min)
@@ -340,12 +340,12 @@ case "$mode" in
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
     timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -9 ;;
   round18a)
-    # next session: K2's unguarded stores with a per-row predicate and no branch (nosafe), the
-    # ring's period unrolled (unroll), the released form and the guarded one, through the JIT
+    # next session: K2's unguarded stores with a per-row predicate and no branch (row), the
+    # ring's period unrolled (unroll), both, the released form and the guarded one, through the JIT
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-    timeout 200 python bench/k2_round.py 1,3,2,u0k2 1,3,2,u0k2,nosafe 1,3,2,u0k2,unroll 1,3,2,u0k2,guarded \
-      > "$OUT/k2_round.log" 2>&1
-    grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -9 "$OUT/k2_round.log" ;;
+    timeout 240 python bench/k2_round.py 1,3,2,u0k2 1,3,2,u0k2,row 1,3,2,u0k2,unroll 1,3,2,u0k2,row,unroll \
+      1,3,2,u0k2,guarded > "$OUT/k2_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -11 "$OUT/k2_round.log" ;;
   round17d)
     # session 17: K2's output stores without TileLang's guards and, for whole chunks, without a
     # predicate each (as registered) against the guarded form (the previous release) through the

@@ -186,11 +186,15 @@ class K2Config(StateIO):
     # 1x8192 (+11% where an SM holds one chain), K1 -14% (bench/NOTES.md, session 17; by the
     # loading warpgroup instead: +34 to +52%, sessions 16-17).
     u0_in_k2: bool = False
-    # Measurement only, never released: "no_store" skips the output stores; "guarded" keeps
-    # TileLang's bounds guards and a predicate on every output store; "nosafe" the predicate
-    # without the guards (no branch between whole and partial chunks); "unroll" runs the
-    # consumers' chunk loop a ring period (S chunks) at a time, each copy's slot a constant
-    # (~40 fewer instructions a chunk: the slot, parity and descriptor bases). (Two ways to take the
+    # How a chunk of o is stored, without TileLang's guards (verify proves the accesses): "whole"
+    # (released: a whole chunk unpredicated, a branch to a predicated partial chunk; session 17:
+    # -3.7% at H96 1x8192, +3.8% where an SM holds one chain), "row" (a predicate a row, no
+    # branch), or "guarded" (TileLang's guards kept too: the release before session 17).
+    store: str = "whole"
+    # The consumers' chunk loop a ring period (S chunks) at a time, each copy's slot a constant
+    # (~40 fewer instructions a chunk: the slot, parity and descriptor bases; not yet measured).
+    unroll_ring: bool = False
+    # Measurement only, never released: "no_store" skips the output stores. (Two ways to take the
     # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->
     # 0.453 ms at H96 1x8192, and each chunk's output stored during the next chunk's first
     # products, 0.484; bench/NOTES.md, session 9.)
@@ -219,19 +223,24 @@ class K2Config(StateIO):
         if self.mode != "full":
             return (f"k2_{self.mode}_" + ("varlen" if self.varlen else "fixed")
                     + (f"_c{self.consumers}" if self.consumers != 1 else "")
-                    + ("_u0k2" if self.u0_in_k2 else "")
+                    + ("_u0k2" if self.u0_in_k2 else "") + self._form_tag
                     + (f"_probe_{self.probe}" if self.probe else ""))
         return ("k2_recurrence_" + ("varlen" if self.varlen else "fixed") + f"_{self.state_tag}"
                 + (f"_c{self.consumers}" if self.consumers != 1 else "")
-                + ("_u0k2" if self.u0_in_k2 else "")
+                + ("_u0k2" if self.u0_in_k2 else "") + self._form_tag
                 + (f"_probe_{self.probe}" if self.probe else ""))
+
+    @property
+    def _form_tag(self) -> str:
+        return (f"_st{self.store}" if self.store != "whole" else "") + ("_unroll" if self.unroll_ring else "")
 
     def pass_configs(self) -> dict:
         # TileLang's guards on global accesses it cannot bound (o's token index against T, per
         # element and step) are left out: `verify` proves those accesses in bounds for any
         # contents of cu_seqlens (bounds.global), and the output stores lose ~30 instructions
-        # a step (bench/NOTES.md, session 17). "guarded": the previous form, for measurement.
-        return {} if self.probe == "guarded" else {"tl.disable_safe_memory_legalize": True}
+        # a step (bench/NOTES.md, session 17).
+        assert self.store in ("whole", "row", "guarded"), self.store
+        return {} if self.store == "guarded" else {"tl.disable_safe_memory_legalize": True}
 
     def derived_vars(self) -> dict[str, str]:
         if self.mode == "map" and not self.u0_in_k2:

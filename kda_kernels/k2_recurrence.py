@@ -164,7 +164,7 @@ def build_k2(cfg: K2Config):
         else:
             step(s, w * BV, u0s, St, Sh, WO, Uh, Wk_r, kr_r, U0_r, gC_r)
         T.barrier_arrive(empty[s])
-        if outputs and cfg.probe in ("guarded", "nosafe"):
+        if outputs and cfg.store != "whole" and cfg.probe != "no_store":
             for j, r in T.Parallel(BV, C):
                 if c * C + r < seqlen:
                     o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
@@ -194,7 +194,7 @@ def build_k2(cfg: K2Config):
         else:
             T.clear(St)
         u0s = T.if_then_else(v0 < V, 1.0, 0.0)
-        if cfg.probe == "unroll":
+        if cfg.unroll_ring:
             # the ring's period unrolled: each copy's slot is a constant (its descriptors too)
             for c3 in T.serial(T.ceildiv(nch, S)):
                 for u in T.unroll(S):
