@@ -50,7 +50,8 @@ def cudnn_decode():
     return f"cudnn.linear_attention exposes {', '.join(names)}: not wired into this benchmark yet", None
 
 
-def case(N, state_dtype, do_bench, fla_fwd):
+def _inputs(N, state_dtype):
+    """Fresh random token inputs, parameters, a pool of P = 2N rows, N distinct random rows."""
     gen = torch.Generator(device="cuda").manual_seed(N)
     P = 2 * N
     bf = torch.bfloat16
@@ -64,6 +65,22 @@ def case(N, state_dtype, do_bench, fla_fwd):
     kw = dict(A_log=A_log, dt_bias=dt_bias, state_pool=pool, state_indices=idx)
     ours = lambda: kda_tile.kda_decode(q, k, v, g, beta, **kw)  # noqa: E731
     ours_out = lambda: kda_tile.kda_decode(q, k, v, g, beta, **kw, out=out)  # noqa: E731
+    return (q, k, v, g, beta), kw, out, ours, ours_out
+
+
+def host_again(r):
+    """Row r's host times once more, on fresh inputs (main() calls it in reverse row order, so
+    that a row's host time can be told from the history before it)."""
+    _, _, _, ours, ours_out = _inputs(r["N"], getattr(torch, r["state"]))
+    ours()
+    r["ours_host_again_us"] = host_us(ours)
+    r["ours_out_host_again_us"] = host_us(ours_out)
+
+
+def case(N, state_dtype, do_bench, fla_fwd):
+    (q, k, v, g, beta), kw, _, ours, ours_out = _inputs(N, state_dtype)
+    pool, idx, A_log, dt_bias = kw["state_pool"], kw["state_indices"], kw["A_log"], kw["dt_bias"]
+    P = 2 * N
     r = dict(N=N, H=H, HV=HV, P=P, state=str(state_dtype)[6:])
     p0 = pool.clone()
     o_ours = ours().clone()
@@ -110,14 +127,16 @@ def report(rows, meta) -> str:
     lines = [f"kda_decode at H{H} (HV = {HV}), pool P = 2N, random rows; {meta['gpu']}; device times are "
              f"do_bench medians, host times perf_counter_ns medians per call (queue drained every {SYNC_EVERY}).",
              f"Launch floor {floor_us:.2f} us ({floor_note}). cuDNN: {cudnn_note}.", "",
+             "Host again: the same rows timed once more at the end, in reverse order.", "",
              "| state | N | ours us | ours (out=) us | fla us | fla/ours | copy us | GB/s | % of copy | "
-             "host us (ours / out= / fla) | o vs fla |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "host us (ours / out= / fla) | host again (ours / out=) | o vs fla |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         agree = f"{r['agree_o_vs_fla']:.1e}" if r.get("agree_o_vs_fla") is not None else "-"
         lines.append(f"| {r['state']} | {r['N']} | {_f(r['ours_us'])} | {_f(r['ours_out_us'])} | {_f(r.get('fla_us'))} | "
                      f"{_f(r.get('fla_vs_ours'))} | {_f(r['copy_us'])} | {r['ours_GBps']:.0f} | {r['pct_of_copy']:.0f} | "
-                     f"{_f(r['ours_host_us'])} / {_f(r['ours_out_host_us'])} / {_f(r.get('fla_host_us'))} | {agree} |")
+                     f"{_f(r['ours_host_us'])} / {_f(r['ours_out_host_us'])} / {_f(r.get('fla_host_us'))} | "
+                     f"{_f(r.get('ours_host_again_us'))} / {_f(r.get('ours_out_host_again_us'))} | {agree} |")
     return "\n".join(lines) + "\n"
 
 
@@ -146,6 +165,8 @@ def main():
                 r = case(N, state_dtype, do_bench, fla_fwd)
                 rows.append(r)
                 print(json.dumps(r), flush=True)
+        for r in reversed(rows):
+            host_again(r)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, launch_floor_us=floor_us,
