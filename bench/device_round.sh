@@ -77,6 +77,19 @@ release_check() {
     > "$OUT/pytest_gpu.log" 2>&1
   grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -12
 }
+# The same, the split tests apart: build, the GPU matrix without them (its JSON kept as
+# gpu_matrix_main.json), stage times (limit $1 s), the split tests (limit $SPLIT_LIMIT, default $2 s)
+release_check_split() {
+  timeout 80 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+  timeout ${MATRIX_LIMIT:-170} python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+    tests/test_reference.py -k "not split" > "$OUT/pytest_gpu.log" 2>&1
+  grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
+  mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_main.json" 2>/dev/null
+  timeout "$1" python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -9
+  timeout ${SPLIT_LIMIT:-$2} python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+    tests/test_split.py -k "split" > "$OUT/pytest_split.log" 2>&1
+  tail -c 300 "$OUT/pytest_split.log"
+}
 # kda_decode through the generated host entry: build, the decode GPU tests, bench/decode.py
 decode_check() {
   timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tee "$OUT/build.log" | tail -3
@@ -353,15 +366,7 @@ case "$mode" in
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     timeout 100 python bench/k2_round.py 1,3,2,u0k2,guarded 1,3,2,u0k2 > "$OUT/k2_round.log" 2>&1
     grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -5 "$OUT/k2_round.log"
-    timeout 80 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-    timeout ${MATRIX_LIMIT:-170} python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
-      tests/test_reference.py -k "not split" > "$OUT/pytest_gpu.log" 2>&1
-    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
-    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_main.json" 2>/dev/null
-    timeout 50 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -9
-    timeout ${SPLIT_LIMIT:-60} python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
-      tests/test_split.py -k "split" > "$OUT/pytest_split.log" 2>&1
-    tail -c 300 "$OUT/pytest_split.log" ;;
+    release_check_split 50 60 ;;
   round17c)
     # session 17: U0's k-step with v's operand loaded beside Sh (-Wk)^T (u0k2, as registered) and
     # prefetched a chunk ahead (u0pre), against the previous release's K2 through the JIT; then the
@@ -369,15 +374,7 @@ case "$mode" in
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     timeout 120 python bench/k2_round.py 1,3,2 1,3,2,u0k2 1,3,2,u0k2,u0pre > "$OUT/k2_round.log" 2>&1
     grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -7 "$OUT/k2_round.log"
-    timeout 80 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-    timeout ${MATRIX_LIMIT:-170} python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
-      tests/test_reference.py -k "not split" > "$OUT/pytest_gpu.log" 2>&1
-    grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
-    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_main.json" 2>/dev/null
-    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -9
-    timeout ${SPLIT_LIMIT:-120} python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
-      tests/test_split.py -k "split" > "$OUT/pytest_split.log" 2>&1
-    tail -c 300 "$OUT/pytest_split.log" ;;
+    release_check_split 60 120 ;;
   round17b)
     # session 17: U0 = Ab v as one more k-step in the consumers' accumulator (u0k2; u0first: the
     # k-step before St's conversion) against the previous release's K2 through the JIT; then the

@@ -12,6 +12,7 @@ its output stores) is timed but fails the check by construction.
 """
 import dataclasses
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -34,17 +35,16 @@ def k2_config(spec, varlen):
     [,unroll] (K2Config.store, unroll_ring) (session
     15's step forms "mo", "ua", "gp" are in commit a8a4af4)"""
     nw, st, mb, *rest = spec.split(",")
-    regs = [int(r[1:]) for r in rest if r[:1] == "r" and r[1:].isdigit()]
+    regs = [int(r[1:]) for r in rest if re.fullmatch(r"r\d+", r)]
     forms = {"guarded": ("store", "guarded"), "row": ("store", "row"), "unroll": ("unroll_ring", True)}
-    probe = [r for r in rest if r != "u0k2" and r not in forms and not (r[:1] == "r" and r[1:].isdigit())]
+    probe = [r for r in rest if r != "u0k2" and r not in forms and not re.fullmatch(r"r\d+", r)]
     cfg = K2Config(varlen=varlen, initial_state="float32", final_state=True, consumers=int(nw), stages=int(st),
                    min_blocks=int(mb), probe=probe[0] if probe else "", u0_in_k2="u0k2" in rest,
                    **dict(forms[r] for r in rest if r in forms))
     if regs:
         # rNNN: NNN consumer registers, the loading warpgroup gets the rest of the launch's
-        launch = 65536 // (cfg.threads * max(cfg.min_blocks, 1)) // 8 * 8
         cfg = dataclasses.replace(cfg, consumer_regs=regs[0],
-                                  producer_regs=launch * (cfg.consumers + 1) - regs[0] * cfg.consumers)
+                                  producer_regs=cfg.launch_regs * (cfg.consumers + 1) - regs[0] * cfg.consumers)
     return cfg
 
 

@@ -209,11 +209,15 @@ class K2Config(StateIO):
         return 128 * (self.consumers + 1)
 
     @property
+    def launch_regs(self) -> int:
+        """Registers a thread at launch: 65536 / (threads * min_blocks), a multiple of 8."""
+        return 65536 // (self.threads * max(self.min_blocks, 1)) // 8 * 8
+
+    @property
     def regs(self) -> tuple[int, int]:
-        """(consumer, producer) registers a thread after setmaxnreg. The launch gives every
-        thread 65536 / (threads * min_blocks) (a multiple of 8); the warpgroups share that."""
-        launch = 65536 // (self.threads * max(self.min_blocks, 1)) // 8 * 8
-        total = launch * (self.consumers + 1)
+        """(consumer, producer) registers a thread after setmaxnreg: the warpgroups share the
+        launch's registers (launch_regs each)."""
+        total = self.launch_regs * (self.consumers + 1)
         prod = self.producer_regs or 40
         cons = self.consumer_regs or min(240, (total - prod) // self.consumers // 8 * 8)
         return cons, prod

@@ -123,7 +123,7 @@ def build_k2(cfg: K2Config):
     assert mode == "full" or (cfg.initial_state is None and not cfg.final_state)
     f32, op, bf = "float32", cfg.ws_dtype, cfg.in_dtype
     creg, preg = cfg.regs
-    launch = 65536 // (cfg.threads * max(cfg.min_blocks, 1)) // 8 * 8
+    launch = cfg.launch_regs
     if NW * creg + preg > (NW + 1) * launch:
         raise ValueError(f"{cfg.name}: {NW} x {creg} + {preg} registers a thread asked for; "
                          f"the launch provides {NW + 1} x {launch}")
@@ -164,13 +164,9 @@ def build_k2(cfg: K2Config):
         else:
             step(s, w * BV, u0s, St, Sh, WO, Uh, Wk_r, kr_r, U0_r, gC_r)
         T.barrier_arrive(empty[s])
-        if outputs and cfg.store != "whole" and cfg.probe != "no_store":
-            for j, r in T.Parallel(BV, C):
-                if c * C + r < seqlen:
-                    o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
-        elif outputs and cfg.probe != "no_store":
-            # a whole chunk's rows without a predicate each (K2Config.pass_configs)
-            if c * C + C <= seqlen:
+        if outputs and cfg.probe != "no_store":
+            if cfg.store == "whole" and c * C + C <= seqlen:
+                # a whole chunk's rows without a predicate each (K2Config.pass_configs)
                 for j, r in T.Parallel(BV, C):
                     o[b, bos + c * C + r, hv, v0 + j] = T.Cast(bf, Oa[j, r])
             else:

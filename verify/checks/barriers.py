@@ -835,8 +835,7 @@ def _ring_period_combos(st, a2, buf2, x, tx, y, ty):
     if len(a2.loops) < 2:
         return []
     S = st.ph.sizes.get(buf2)
-    inner, outer = a2.loops[-1], a2.loops[-2]
-    ext = z3.simplify(inner.extent)
+    ext = z3.simplify(a2.loops[-1].extent)
     if S is None or S < 2 or not z3.is_int_value(ext) or ext.as_long() != S:
         return []
     out = []
