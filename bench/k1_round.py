@@ -1,6 +1,8 @@
 """K1 variants (kda_kernels/k1_prepare.py knobs) on the GPU, through TileLang's own JIT.
 
-    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz][,holes][,mqk=k|qk][,diag][,ds][,u0k2][,p=PROBE]
+    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz][,holes][,mqk=k|qk][,diag][,ds][,u0k2][,ch32][,p=PROBE]
+
+ch32 (K1Config.chunk = 32): 32-token chunks (one a program, 128 threads); its K2 takes chunk 32.
 
 holes (K1Config.skip_holes, varlen builds only): a program whose slot holds no chunk returns first.
 mqk=k|qk (K1Config.mqk_split): Mqk from bf16 hi + lo operands. diag (K1Config.mqk_diag): Mqk's
@@ -46,7 +48,8 @@ def k1_config(spec, varlen, fast=False):
                     min_blocks=int(mb), ftz="noftz" not in rest, probe=probe[0] if probe else "",
                     skip_holes=varlen and "holes" in rest,
                     mqk_split=next((r[4:] for r in rest if r.startswith("mqk=")), ""), mqk_diag="diag" in rest,
-                    dyn_search=varlen and "ds" in rest, u0_in_k2="u0k2" in rest)
+                    dyn_search=varlen and "ds" in rest, u0_in_k2="u0k2" in rest,
+                    chunk=32 if "ch32" in rest else C)
 
 
 def args_for(cfg, named):
@@ -83,19 +86,20 @@ def inputs(B, T, H, lens, seed):
 def run_k1(spec, d, fast=False):
     varlen = d["cu"] is not None
     B, T, H, _ = d["q"].shape
-    NC = T // C + (d["cu"].numel() - 1) if varlen else B * ((T + C - 1) // C)
     cfg = k1_config(spec, varlen, fast)
-    ws = workspace(H, NC, cfg.u0_in_k2)
+    ch = cfg.chunk
+    NC = T // ch + (d["cu"].numel() - 1) if varlen else B * ((T + ch - 1) // ch)
+    ws = workspace(H, NC, cfg.u0_in_k2, ch)
     args = args_for(cfg, dict(d, **ws, cu_seqlens=d["cu"], lower_bound=-5.0, scale=128 ** -0.5))
     kern = compiled(cfg)
     return (lambda: kern(*args)), ws
 
 
-def workspace(H, NC, u0k2=False):
-    """K1's outputs (Wk, qd, kr, U0 or Ab, Mqk, gC), NaN-poisoned."""
+def workspace(H, NC, u0k2=False, ch=C):
+    """K1's outputs (Wk, qd, kr, U0 or Ab, Mqk, gC) for chunks of ch tokens, NaN-poisoned."""
     f16 = torch.float16
-    cols = dict(Wk=128, qd=128, kr=128, **({"Ab": C} if u0k2 else {"U0": 128}), Mqk=C)
-    ws = {n: torch.full((H, NC * C, w), float("nan"), device="cuda", dtype=f16) for n, w in cols.items()}
+    cols = dict(Wk=128, qd=128, kr=128, **({"Ab": ch} if u0k2 else {"U0": 128}), Mqk=ch)
+    ws = {n: torch.full((H, NC * ch, w), float("nan"), device="cuda", dtype=f16) for n, w in cols.items()}
     ws["gC"] = torch.full((H, NC, 128), float("nan"), device="cuda")
     return ws
 
@@ -103,7 +107,7 @@ def workspace(H, NC, u0k2=False):
 def run_k2(d, ws):
     varlen = d["cu"] is not None
     o = torch.full_like(d["v"], float("nan"))
-    cfg = K2Config(varlen=varlen, u0_in_k2="Ab" in ws)
+    cfg = K2Config(varlen=varlen, u0_in_k2="Ab" in ws, chunk=ws["Mqk"].shape[-1])
     compiled(cfg)(*args_for(cfg, dict(ws, v=d["v"], cu_seqlens=d["cu"], o=o)))
     return o
 
@@ -138,6 +142,8 @@ def same_workspace(a, b):
     """max over the outputs both have of max|a - b| / max|b| on the slots both wrote; NaN where only
     one wrote (Wk compared up to its sign where one of the two is u0_in_k2's)."""
     worst = 0.0
+    if a["Mqk"].shape != b["Mqk"].shape:
+        return None  # another chunk size: another layout
     for n in set(a) & set(b):
         x, y = a[n].float(), b[n].float()
         if n == "Wk" and ("U0" in a) != ("U0" in b):
@@ -208,7 +214,8 @@ def main():
     if specs[0] != RELEASED:
         specs = [RELEASED] + specs
     prewarm([k1_config(s, v) for s in specs for v in (False, True)]
-            + [K2Config(varlen=v, u0_in_k2=u) for v in (False, True) for u in {"u0k2" in s for s in specs}])
+            + [K2Config(varlen=v, u0_in_k2=u, chunk=ch) for v in (False, True)
+               for u, ch in {("u0k2" in s, 32 if "ch32" in s else C) for s in specs}])
     rows = []
     base = {}
     for spec in specs:

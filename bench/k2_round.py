@@ -32,11 +32,12 @@ DEFAULT = [RELEASED, "1,3,2,no_store"]
 
 def k2_config(spec, varlen):
     """spec: consumers,stages,min_blocks[,probe][,u0k2][,rNNN consumer registers][,guarded|row]
-    [,unroll] (K2Config.store, unroll_ring) (session
+    [,unroll][,ch32] (K2Config.store, unroll_ring, chunk) (session
     15's step forms "mo", "ua", "gp" are in commit a8a4af4)"""
     nw, st, mb, *rest = spec.split(",")
     regs = [int(r[1:]) for r in rest if re.fullmatch(r"r\d+", r)]
-    forms = {"guarded": ("store", "guarded"), "row": ("store", "row"), "unroll": ("unroll_ring", True)}
+    forms = {"guarded": ("store", "guarded"), "row": ("store", "row"), "unroll": ("unroll_ring", True),
+             "ch32": ("chunk", 32)}
     probe = [r for r in rest if r != "u0k2" and r not in forms and not re.fullmatch(r"r\d+", r)]
     cfg = K2Config(varlen=varlen, initial_state="float32", final_state=True, consumers=int(nw), stages=int(st),
                    min_blocks=int(mb), probe=probe[0] if probe else "", u0_in_k2="u0k2" in rest,
@@ -49,8 +50,15 @@ def k2_config(spec, varlen):
 
 
 def k1_spec(spec):
-    """The K1 that feeds K2 variant `spec`: the released one, with u0k2 where K2 forms U0."""
-    return k1_round.RELEASED + (",u0k2" if "u0k2" in spec.split(",") else "")
+    """The K1 that feeds K2 variant `spec`: the released one, with u0k2 where K2 forms U0; for
+    32-token chunks (ch32) K1_CH32."""
+    parts = spec.split(",")
+    if "ch32" in parts:
+        return K1_CH32
+    return k1_round.RELEASED + (",u0k2" if "u0k2" in parts else "")
+
+
+K1_CH32 = "1,128,5,holes,diag,ds,u0k2,ch32"
 
 
 def k2_call(spec, d, ws, h0):

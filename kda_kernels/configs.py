@@ -40,6 +40,19 @@ def use_split(N: int, T: int, HV: int) -> bool:
     return (T // N + 15) // 16 >= SPLIT_MIN_G * L
 
 
+# 32-token chunks (session 18): the chain takes half the steps, K1 costs ~30% more per token. They
+# pay where each SM holds at most one of the 16-token chains (two a sequence and head: 64 value
+# rows each) and sequences are long: H32 1x32768 K1 + K2 1.87 -> 1.59 ms; at two chains an SM
+# (H96 1x8192) 0.87 -> 1.00 (bench/NOTES.md, session 18).
+CHUNK32_MAX_CHAINS = 132
+CHUNK32_MIN_TOKENS = 512
+
+
+def use_chunk32(N: int, T: int, HV: int) -> bool:
+    """Whether N packed sequences of T tokens in all and HV value heads take 32-token chunks."""
+    return 2 * N * HV <= CHUNK32_MAX_CHAINS and T // N >= CHUNK32_MIN_TOKENS
+
+
 def split_plan_exprs() -> tuple:
     """split_plan as the host entry's derived variables ((name, Python expression), ...)."""
     N = "(N1 - 1)"
@@ -48,6 +61,14 @@ def split_plan_exprs() -> tuple:
     L = (f"max({SPLIT_MIN_CHUNKS}, max(({per_seq} + {target} - 1) // {target}, "
          f"((T + 15) // 16 + {SPLIT_MAX_G - 1}) // {SPLIT_MAX_G}))")
     return (("L", L), ("G", "((T + 15) // 16 + L - 1) // L"))
+
+
+def slot_vars(varlen: bool, chunk: int) -> dict[str, str]:
+    """The workspace's chunk slots NC: ceil(T / C) a sequence in a fixed batch; T // C + N in a
+    varlen one (sequence n's first slot is bos_n // C + n)."""
+    if varlen:
+        return {"NC": f"T // {chunk} + (N1 - 1)"}
+    return {"NC": f"B * ((T + {chunk - 1}) // {chunk})"}
 
 
 class StateIO:
@@ -116,6 +137,10 @@ class K1Config:
     # 128) and -Wk for Wk; K1 then reads no v. Pairs with K2Config.u0_in_k2 (K1 0.506 -> 0.436
     # ms at H96 1x8192; bench/NOTES.md, sessions 16-17).
     u0_in_k2: bool = False
+    # Tokens a chunk: 16, or 32 (one chunk a program, 128 threads: two threads a column pair, one
+    # for each 16-row half, 2^(+-G) taken from the chunk's middle so that it stays inside bf16's
+    # range; bench/NOTES.md, session 18). K2Config.chunk must match.
+    chunk: int = CHUNK
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
     # store), v (the v load), inverse, ab (the Wk and U0 products and stores).
@@ -129,6 +154,7 @@ class K1Config:
                 + (f"_mqk{self.mqk_split}" if self.mqk_split else "")
                 + ("_mqkdiag" if self.mqk_diag else "")
                 + ("_u0k2" if self.u0_in_k2 else "")
+                + (f"_ch{self.chunk}" if self.chunk != CHUNK else "")
                 + (f"_probe_{self.probe.replace('+', '_')}" if self.probe else ""))
 
     def pass_configs(self) -> dict:
@@ -136,13 +162,11 @@ class K1Config:
 
     def derived_vars(self) -> dict[str, str]:
         """Shape variables that no input tensor fixes, as expressions of those that do."""
-        if self.varlen:
-            return {"NC": "T // 16 + (N1 - 1)"}
-        return {"NC": "B * ((T + 15) // 16)"}
+        return slot_vars(self.varlen, self.chunk)
 
     def scalar_preconditions(self) -> list[str]:
-        """Ranges of the scalar parameters. lower_bound >= -5 keeps 2^(+-G) inside bf16 over a
-        16-token chunk (KDA.md section 2)."""
+        """Ranges of the scalar parameters. lower_bound >= -5 keeps 2^(+-G) inside bf16 over 16
+        tokens (KDA.md section 2): a 16-token chunk, or either half of a 32-token one."""
         return ["lower_bound >= -5.0", "lower_bound < 0.0", "scale > 0.0", "scale < 1e30"]
 
     def preconditions(self) -> list[str]:
@@ -194,6 +218,8 @@ class K2Config(StateIO):
     # The consumers' chunk loop a ring period (S chunks) at a time, each copy's slot a constant
     # (~40 fewer instructions a chunk: the slot, parity and descriptor bases; not yet measured).
     unroll_ring: bool = False
+    # Tokens a chunk (K1Config.chunk): 32 halves the chain's steps
+    chunk: int = CHUNK
     # Measurement only, never released: "no_store" skips the output stores. (Two ways to take the
     # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->
     # 0.453 ms at H96 1x8192, and each chunk's output stored during the next chunk's first
@@ -236,7 +262,8 @@ class K2Config(StateIO):
 
     @property
     def _form_tag(self) -> str:
-        return (f"_st{self.store}" if self.store != "whole" else "") + ("_unroll" if self.unroll_ring else "")
+        return ((f"_st{self.store}" if self.store != "whole" else "") + ("_unroll" if self.unroll_ring else "")
+                + (f"_ch{self.chunk}" if self.chunk != CHUNK else ""))
 
     def pass_configs(self) -> dict:
         # TileLang's guards on global accesses it cannot bound (o's token index against T, per
@@ -249,18 +276,16 @@ class K2Config(StateIO):
     def derived_vars(self) -> dict[str, str]:
         if self.mode == "map" and not self.u0_in_k2:
             return {}  # no tensor of pass A fixes T; the chain's entry derives NC from K1's
-        if self.varlen:
-            return {"NC": "T // 16 + (N1 - 1)"}
-        return {"NC": "B * ((T + 15) // 16)"}
+        return slot_vars(self.varlen, self.chunk)
 
     def preconditions(self) -> list[str]:
         if self.mode == "map" and not self.u0_in_k2:
             # the preconditions below with T eliminated (NC as the entry derives it from T)
             pre = ["HV >= 1", "HV <= 256"]
             if self.varlen:
-                pre += ["N1 >= 2", "N1 <= 2**20 + 1", "NC >= N1 - 1", "(NC - N1 + 1) * 16 * HV <= 2**23"]
+                pre += ["N1 >= 2", "N1 <= 2**20 + 1", "NC >= N1 - 1", f"(NC - N1 + 1) * {self.chunk} * HV <= 2**23"]
             else:
-                pre += ["B >= 1", "NC >= B", "NC % B == 0", "(NC // B - 1) * 16 * B * HV < 2**23"]
+                pre += ["B >= 1", "NC >= B", "NC % B == 0", f"(NC // B - 1) * {self.chunk} * B * HV < 2**23"]
             return pre + ["G >= 1", "G <= 1024", "L >= 1", "L <= 2**20"]
         pre = ["B >= 1", "T >= 1", "HV >= 1", "HV <= 256", "B * T * HV <= 2**23"]
         pre += [f"{v} == {e}" for v, e in self.derived_vars().items()]

@@ -34,8 +34,13 @@ from .configs import CHUNK, SEARCH_STEPS, K1Config  # noqa: F401  (re-exported)
 def build_k1(cfg: K1Config):
     K = cfg.head_dim
     V = K
-    C = CHUNK
+    C = cfg.chunk
     CPB = cfg.chunks_per_cta
+    # A 32-token chunk: two threads a column pair, one for each 16-row half (SUB rows)
+    SUB = CHUNK
+    NSUB = C // SUB
+    assert C in (CHUNK, 2 * CHUNK) and (NSUB == 1 or (CPB == 1 and cfg.threads == NSUB * K // 2)), \
+        f"{cfg.name}: chunk {C} takes one chunk a program and {NSUB * K // 2} threads"
     R = C * CPB
     LPR = K // 8                 # lanes a row in the loads (16-byte vectors)
     RPP = cfg.threads // LPR     # rows a pass
@@ -50,6 +55,7 @@ def build_k1(cfg: K1Config):
     split_k, split_q = cfg.mqk_split != "", cfg.mqk_split == "qk"
     u0k2 = cfg.u0_in_k2
     assert not (u0k2 and split_k), "u0_in_k2 with the fp16 Wk operand only"
+    assert NSUB == 1 or not split_k, "a 32-token chunk takes Mqk from one bf16 product"
 
     def sigm(x, fast):
         if cfg.ftz and not fast:
@@ -77,6 +83,115 @@ def build_k1(cfg: K1Config):
             c = r // C
             if slot_len[c] > 0 and bc * CPB + c < NC:
                 out[hv, (bc * CPB + c) * C + r % C, e] = st_s[r, e]
+
+    @T.macro
+    def column_pass_halves(q_s, k_s, ki_s, kdh_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound, qd, kr, gC,
+                           slot_len, bc, hv, tx):
+        """The column pass of a 32-token chunk: thread (hf, d2) walks rows hf SUB .. hf SUB + SUB - 1
+        of channels 2 d2, 2 d2 + 1. With Gl the half's own cumsum, T1 and T2 the halves' totals
+        (exchanged through tot_s) and the anchor G_m = T1 (the first half's end), rel = G - G_m
+        is Gl - T1 in the first half and Gl in the second, so |rel| <= SUB 5 log2(e) ~ 115:
+
+            kdm = kn 2^rel    qdm = qn 2^rel    kim = kn 2^-rel        (bf16: the L, Mqk operands)
+            kd  = kdm 2^T1    qd = scale qdm 2^T1                      (2^G, from the chunk start)
+            kr  = kim 2^T2    gC = 2^(T1 + T2)                         (2^(G_C - G), G_C - G_m = T2)
+
+        since kdm_r kim_s = kn_r kn_s 2^(G_r - G_s). No factor leaves fp32's range."""
+        hf = tx // (K // 2)
+        d2 = tx % (K // 2)
+        gcol = T.alloc_local((SUB, 2), accum)
+        kraw = T.alloc_local((SUB, 2), cfg.in_dtype)
+        qraw = T.alloc_local((SUB, 2), cfg.in_dtype)
+        nb = T.alloc_local((2,), accum)
+        e1 = T.alloc_local((2,), accum)
+        e2 = T.alloc_local((2,), accum)
+        t1 = T.alloc_local((2,), accum)
+        a_h = _math.exp(A_log[hv], fast)
+        lbl = lower_bound * _math.LOG2E
+        for e in T.unroll(2):
+            nb[e] = a_h * dt_bias[hv, d2 * 2 + e] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
+        for i in T.unroll(SUB):
+            for e in T.unroll(2):
+                x = T.Cast(accum, ki_s[hf * SUB + i, d2 * 2 + e])
+                if fast or not cfg.ftz:
+                    s_ = sigm(a_h * x + nb[e], fast)
+                else:
+                    s_ = T.call_extern("float32", "kda_rcp_1p_ex2_ftz", (-_math.LOG2E * a_h) * x + nb[e])
+                gcol[i, e] = T.if_then_else(hf * SUB + i < slot_len[0], lbl * s_, 0.0)
+        for i in T.unroll(1, SUB):
+            for e in T.unroll(2):
+                gcol[i, e] = gcol[i, e] + gcol[i - 1, e]
+        for i in T.unroll(SUB):
+            for e in T.vectorized(2):
+                kraw[i, e] = k_s[hf * SUB + i, d2 * 2 + e]
+            for e in T.vectorized(2):
+                qraw[i, e] = q_s[hf * SUB + i, d2 * 2 + e]
+        for e in T.unroll(2):
+            tot_s[hf, d2 * 2 + e] = gcol[SUB - 1, e]
+        T.sync_threads()
+        for e in T.unroll(2):
+            t1[e] = tot_s[0, d2 * 2 + e]
+            e1[e] = pow2(t1[e], fast)
+            e2[e] = pow2(tot_s[1, d2 * 2 + e], fast)
+        live = slot_len[0] > 0 and bc < NC
+        for i in T.unroll(SUB):
+            r = hf * SUB + i
+            kn = T.alloc_local((2,), accum)
+            qn = T.alloc_local((2,), accum)
+            ea = T.alloc_local((2,), accum)
+            kim = T.alloc_local((2,), accum)
+            for e in T.unroll(2):
+                rel = gcol[i, e] - T.if_then_else(hf == 0, t1[e], 0.0)
+                kn[e] = T.Cast(accum, kraw[i, e]) * rk_s[r]
+                qn[e] = T.Cast(accum, qraw[i, e]) * rq_s[r]
+                ea[e] = pow2(rel, fast)
+                kim[e] = kn[e] * pow2(-rel, fast)
+            for e in T.vectorized(2):
+                kdh_s[r, d2 * 2 + e] = T.Cast(cfg.ws_dtype, kn[e] * ea[e] * e1[e])
+            if live:
+                for e in T.vectorized(2):
+                    qd[hv, bc * C + r, d2 * 2 + e] = T.Cast(cfg.ws_dtype, qn[e] * ea[e] * e1[e])
+                for e in T.vectorized(2):
+                    kr[hv, bc * C + r, d2 * 2 + e] = T.Cast(cfg.ws_dtype, kim[e] * e2[e])
+            for e in T.vectorized(2):
+                ki_s[r, d2 * 2 + e] = T.Cast(cfg.in_dtype, kim[e])
+            for e in T.vectorized(2):
+                k_s[r, d2 * 2 + e] = T.Cast(cfg.in_dtype, kn[e] * ea[e])
+            for e in T.vectorized(2):
+                q_s[r, d2 * 2 + e] = T.Cast(cfg.in_dtype, qn[e] * ea[e])
+        if live and hf == 0:
+            for e in T.vectorized(2):
+                gC[hv, bc, d2 * 2 + e] = e1[e] * e2[e]
+
+    @T.macro
+    def block_inverse(L_s, Ad_s, X_s, Ab_s, beta_s):
+        """Ab = (I + L)^-1 diag(beta) of a 32-token chunk from its 16-row blocks: the diagonal
+        blocks A11, A22 by forward substitution (a thread a column of a block, as for a 16-token
+        chunk), then A21 = -A22 (L21 A11) over all threads."""
+        for hb, j in T.Parallel(NSUB, SUB):
+            acol = T.alloc_local((SUB,), accum)
+            for i in T.unroll(SUB):
+                acol[i] = 0.0
+            for i in T.unroll(SUB):
+                acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
+                for m in T.unroll(SUB):
+                    if m < i:
+                        acc4 = acc4 - L_s[hb * SUB + i, hb * SUB + m] * acol[m]
+                acol[i] = acc4
+            for i in T.unroll(SUB):
+                Ad_s[hb * SUB + i, j] = acol[i]
+                Ab_s[hb * SUB + i, hb * SUB + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[hb * SUB + j])
+        for i, j in T.Parallel(SUB, SUB):
+            x = T.alloc_var(accum, init=0.0)
+            for m in T.unroll(SUB):
+                x = x + L_s[SUB + i, m] * Ad_s[m, j]
+            X_s[i, j] = x
+        for i, j in T.Parallel(SUB, SUB):
+            a21 = T.alloc_var(accum, init=0.0)
+            for m in T.unroll(SUB):
+                a21 = a21 - Ad_s[SUB + i, m] * X_s[m, j]
+            Ab_s[SUB + i, j] = T.Cast(cfg.mat_dtype, a21 * beta_s[j])
+            Ab_s[i, SUB + j] = T.Cast(cfg.mat_dtype, 0)
 
     @T.macro
     def slot_search(cu_seqlens, slot):
@@ -137,6 +252,11 @@ def build_k1(cfg: K1Config):
             # bf16 for the L and Mqk products: ki = k 2^-G reaches 2^115, past fp16's range.
             # It holds g until the column pass writes each ki over the g it read.
             ki_s = T.alloc_shared((R, K), cfg.in_dtype)
+            # a 32-token chunk: each half's gate total, for the other half
+            tot_s = T.alloc_shared((NSUB, K), accum) if NSUB == 2 else None
+            # and its inverse's blocks: A11 over A22 (Ad_s), and L21 A11 (X_s)
+            Ad_s = T.alloc_shared((C, SUB), accum) if NSUB == 2 else None
+            X_s = T.alloc_shared((SUB, SUB), accum) if NSUB == 2 else None
             L_s = T.alloc_shared((R, C), accum)
             M_s = T.alloc_shared((R, C), accum)
 
@@ -250,78 +370,82 @@ def build_k1(cfg: K1Config):
                 beta_s[r] = T.if_then_else(
                     valid, sigm(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, hv]), fast), 0.0)
 
+            if NSUB == 2:
+                column_pass_halves(q_s, k_s, ki_s, kdh_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound,
+                                   qd, kr, gC, slot_len, bc, hv, tx)
             # One (chunk, pair of channels) per thread: the gate's cumsum G in registers, and every
             # output of the two columns formed there and stored as pairs.
-            for c, d2 in T.Parallel(CPB, K // 2):
-                gcol = T.alloc_local((C, 2), accum)
-                kraw = T.alloc_local((C, 2), cfg.in_dtype)
-                qraw = T.alloc_local((C, 2), cfg.in_dtype)
-                kn = T.alloc_local((2,), accum)
-                qn = T.alloc_local((2,), accum)
-                ep = T.alloc_local((2,), accum)
-                ki = T.alloc_local((2,), accum)
-                gcl = T.alloc_local((2,), accum)
-                nb = T.alloc_local((2,), accum)
-                a_h = _math.exp(A_log[hv], fast)
-                lbl = lower_bound * _math.LOG2E
-                for e in T.unroll(2):
-                    # the gate's argument a_h (g + dt_bias), folded into one fma per element;
-                    # the accurate form takes -log2(e) a_h (g + dt_bias) straight into ex2
-                    nb[e] = a_h * dt_bias[hv, d2 * 2 + e] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
-                for i in T.unroll(C):
+            else:
+                for c, d2 in T.Parallel(CPB, K // 2):
+                    gcol = T.alloc_local((C, 2), accum)
+                    kraw = T.alloc_local((C, 2), cfg.in_dtype)
+                    qraw = T.alloc_local((C, 2), cfg.in_dtype)
+                    kn = T.alloc_local((2,), accum)
+                    qn = T.alloc_local((2,), accum)
+                    ep = T.alloc_local((2,), accum)
+                    ki = T.alloc_local((2,), accum)
+                    gcl = T.alloc_local((2,), accum)
+                    nb = T.alloc_local((2,), accum)
+                    a_h = _math.exp(A_log[hv], fast)
+                    lbl = lower_bound * _math.LOG2E
                     for e in T.unroll(2):
-                        x = T.Cast(accum, ki_s[c * C + i, d2 * 2 + e])
-                        if fast or not cfg.ftz:
-                            s_ = sigm(a_h * x + nb[e], fast)
-                        else:
-                            s_ = T.call_extern("float32", "kda_rcp_1p_ex2_ftz", (-_math.LOG2E * a_h) * x + nb[e])
-                        gcol[i, e] = T.if_then_else(i < slot_len[c], lbl * s_, 0.0)
-                for i in T.unroll(1, C):
-                    for e in T.unroll(2):
-                        gcol[i, e] = gcol[i, e] + gcol[i - 1, e]
-                # every read of the thread's k_s, q_s before its writes over them: with a read and a
-                # write in one row's iteration, TileLang puts two barriers in each
-                for i in T.unroll(C):
-                    for e in T.vectorized(2):
-                        kraw[i, e] = k_s[c * C + i, d2 * 2 + e]
-                    for e in T.vectorized(2):
-                        qraw[i, e] = q_s[c * C + i, d2 * 2 + e]
-                for e in T.unroll(2):
-                    gcl[e] = pow2(gcol[C - 1, e], fast)
-                live = slot_len[c] > 0 and bc * CPB + c < NC and "colstore" not in skip
-                for i in T.unroll(C):
-                    for e in T.unroll(2):
-                        kn[e] = T.Cast(accum, kraw[i, e]) * rk_s[c * C + i]
-                        qn[e] = T.Cast(accum, qraw[i, e]) * rq_s[c * C + i]
-                        ep[e] = pow2(gcol[i, e], fast)
-                        ki[e] = kn[e] * pow2(-gcol[i, e], fast)
-                    if not split_k:
+                        # the gate's argument a_h (g + dt_bias), folded into one fma per element;
+                        # the accurate form takes -log2(e) a_h (g + dt_bias) straight into ex2
+                        nb[e] = a_h * dt_bias[hv, d2 * 2 + e] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
+                    for i in T.unroll(C):
+                        for e in T.unroll(2):
+                            x = T.Cast(accum, ki_s[c * C + i, d2 * 2 + e])
+                            if fast or not cfg.ftz:
+                                s_ = sigm(a_h * x + nb[e], fast)
+                            else:
+                                s_ = T.call_extern("float32", "kda_rcp_1p_ex2_ftz", (-_math.LOG2E * a_h) * x + nb[e])
+                            gcol[i, e] = T.if_then_else(i < slot_len[c], lbl * s_, 0.0)
+                    for i in T.unroll(1, C):
+                        for e in T.unroll(2):
+                            gcol[i, e] = gcol[i, e] + gcol[i - 1, e]
+                    # every read of the thread's k_s, q_s before its writes over them: with a read and a
+                    # write in one row's iteration, TileLang puts two barriers in each
+                    for i in T.unroll(C):
                         for e in T.vectorized(2):
-                            kdh_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, kn[e] * ep[e])
+                            kraw[i, e] = k_s[c * C + i, d2 * 2 + e]
+                        for e in T.vectorized(2):
+                            qraw[i, e] = q_s[c * C + i, d2 * 2 + e]
+                    for e in T.unroll(2):
+                        gcl[e] = pow2(gcol[C - 1, e], fast)
+                    live = slot_len[c] > 0 and bc * CPB + c < NC and "colstore" not in skip
+                    for i in T.unroll(C):
+                        for e in T.unroll(2):
+                            kn[e] = T.Cast(accum, kraw[i, e]) * rk_s[c * C + i]
+                            qn[e] = T.Cast(accum, qraw[i, e]) * rq_s[c * C + i]
+                            ep[e] = pow2(gcol[i, e], fast)
+                            ki[e] = kn[e] * pow2(-gcol[i, e], fast)
+                        if not split_k:
+                            for e in T.vectorized(2):
+                                kdh_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, kn[e] * ep[e])
+                        if live:
+                            row = (bc * CPB + c) * C + i
+                            for e in T.vectorized(2):
+                                qd[hv, row, d2 * 2 + e] = T.Cast(cfg.ws_dtype, qn[e] * ep[e])
+                            # kr = k 2^(G_C - G) = ki 2^G_C
+                            for e in T.vectorized(2):
+                                kr[hv, row, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
+                        for e in T.vectorized(2):
+                            ki_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, ki[e])
+                        if split_k:
+                            for e in T.vectorized(2):
+                                kil_s[c * C + i, d2 * 2 + e] = T.Cast(
+                                    cfg.in_dtype, ki[e] - T.Cast(accum, T.Cast(cfg.in_dtype, ki[e])))
+                        if split_q:
+                            for e in T.vectorized(2):
+                                ql_s[c * C + i, d2 * 2 + e] = T.Cast(
+                                    cfg.in_dtype, qn[e] * ep[e] - T.Cast(accum, T.Cast(cfg.in_dtype, qn[e] * ep[e])))
+                        for e in T.vectorized(2):
+                            k_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, kn[e] * ep[e])
+                        for e in T.vectorized(2):
+                            q_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, qn[e] * ep[e])
                     if live:
-                        row = (bc * CPB + c) * C + i
                         for e in T.vectorized(2):
-                            qd[hv, row, d2 * 2 + e] = T.Cast(cfg.ws_dtype, qn[e] * ep[e])
-                        # kr = k 2^(G_C - G) = ki 2^G_C
-                        for e in T.vectorized(2):
-                            kr[hv, row, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
-                    for e in T.vectorized(2):
-                        ki_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, ki[e])
-                    if split_k:
-                        for e in T.vectorized(2):
-                            kil_s[c * C + i, d2 * 2 + e] = T.Cast(
-                                cfg.in_dtype, ki[e] - T.Cast(accum, T.Cast(cfg.in_dtype, ki[e])))
-                    if split_q:
-                        for e in T.vectorized(2):
-                            ql_s[c * C + i, d2 * 2 + e] = T.Cast(
-                                cfg.in_dtype, qn[e] * ep[e] - T.Cast(accum, T.Cast(cfg.in_dtype, qn[e] * ep[e])))
-                    for e in T.vectorized(2):
-                        k_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, kn[e] * ep[e])
-                    for e in T.vectorized(2):
-                        q_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, qn[e] * ep[e])
-                if live:
-                    for e in T.vectorized(2):
-                        gC[hv, bc * CPB + c, d2 * 2 + e] = gcl[e]
+                            gC[hv, bc * CPB + c, d2 * 2 + e] = gcl[e]
 
             if "lm" not in skip:
                 T.gemm(k_s, ki_s, Lf, transpose_B=True, clear_accum=True)
@@ -365,23 +489,26 @@ def build_k1(cfg: K1Config):
                     if split_k:
                         Abb_s[r, j] = T.Cast(cfg.in_dtype, 0)
 
-            # A = (I + L)^-1 by forward substitution, A[i, :] = e_i - sum_{m < i} L[i, m] A[m, :]:
-            # the thread of (chunk, column j) keeps column j of A in registers.
-            for c, j in T.Parallel(CPB, C):
-                acol = T.alloc_local((C,), accum)
-                for i in T.unroll(C):
-                    acol[i] = 0.0
-                for i in T.unroll(C):
-                    acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
-                    if "inverse" not in skip:
-                        for m in T.unroll(C):
-                            if m < i:
-                                acc4 = acc4 - L_s[c * C + i, m] * acol[m]
-                    acol[i] = acc4
-                for i in T.unroll(C):
-                    Ab_s[c * C + i, c * C + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[c * C + j])
-                    if split_k:
-                        Abb_s[c * C + i, c * C + j] = T.Cast(cfg.in_dtype, acol[i] * beta_s[c * C + j])
+            if NSUB == 2:
+                block_inverse(L_s, Ad_s, X_s, Ab_s, beta_s)
+            else:
+                # A = (I + L)^-1 by forward substitution, A[i, :] = e_i - sum_{m < i} L[i, m] A[m, :]:
+                # the thread of (chunk, column j) keeps column j of A in registers.
+                for c, j in T.Parallel(CPB, C):
+                    acol = T.alloc_local((C,), accum)
+                    for i in T.unroll(C):
+                        acol[i] = 0.0
+                    for i in T.unroll(C):
+                        acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
+                        if "inverse" not in skip:
+                            for m in T.unroll(C):
+                                if m < i:
+                                    acc4 = acc4 - L_s[c * C + i, m] * acol[m]
+                        acol[i] = acc4
+                    for i in T.unroll(C):
+                        Ab_s[c * C + i, c * C + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[c * C + j])
+                        if split_k:
+                            Abb_s[c * C + i, c * C + j] = T.Cast(cfg.in_dtype, acol[i] * beta_s[c * C + j])
 
             if u0k2:
                 # Ab's diagonal blocks, K2's operand of U0 = Ab v

@@ -113,7 +113,7 @@ def wy_v_step(BV, K, C, op, outputs):
 
 
 def build_k2(cfg: K2Config):
-    K, V, C = cfg.head_dim, cfg.value_dim, CHUNK
+    K, V, C = cfg.head_dim, cfg.value_dim, cfg.chunk
     NW = cfg.consumers
     BV = 64
     BP = BV * NW
