@@ -37,6 +37,9 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round18d # release of 32-token chunks: build, stage times at 16 and 32, GPU matrix default and forced 32 (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round18c # 32-token chunks: K2 with two consumers (one program a head), K1's block inverse (~4 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round18b # 32-token chunks: K2 and K1 through the JIT, ncu counters (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18a # K2 forms: released, row, unroll, row+unroll, guarded (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round17d # K2 stores unguarded (verify-proved): JIT vs guarded, release through the host entry (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round17c # u0k2 forms (loads beside, prefetched), release through the host entry (~9 min)
@@ -352,6 +355,49 @@ case "$mode" in
       tests/test_reference.py -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
     timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -9 ;;
+  round18d)
+    # session 18: the release of 32-token chunks through the generated host entry: build, stage
+    # times with every unsplit call forced to 16- and to 32-token chunks, the GPU matrix (without
+    # the split tests: the split's builds are unchanged) as the rule picks and forced to 32
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    for c in 16 32; do
+      KDA_TILE_CHUNK=$c timeout 90 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times_$c.log" 2>&1
+      mv "$OUT/stage-times.json" "$OUT/stage-times-$c.json" 2>/dev/null; echo "chunk $c"; grep -v "^{" "$OUT/stage_times_$c.log" | tail -14
+    done
+    for c in rule 32; do
+      env $([ $c = 32 ] && echo KDA_TILE_CHUNK=32) timeout 170 python -m pytest -m gpu -q -p no:cacheprovider \
+        tests/test_gpu_correctness.py tests/test_reference.py -k "not split" > "$OUT/pytest_gpu_$c.log" 2>&1
+      echo "matrix ($c): $(grep -E "passed|failed" "$OUT/pytest_gpu_$c.log" | tail -1)"
+      grep -E "^FAILED|Error" "$OUT/pytest_gpu_$c.log" | head -5
+      mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_$c.json" 2>/dev/null
+    done ;;
+  round18c)
+    # session 18: K2 at 32-token chunks with one program a head (two consumer warpgroups: the
+    # workspace read once; round 18b: one consumer reads it twice and is DRAM-bound at 74%), 3 and
+    # 4 slots; K1 at 32-token chunks with the inverse from its 16-row blocks
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 260 python bench/k2_round.py 1,3,2,u0k2 1,3,2,u0k2,ch32 2,3,1,u0k2,ch32 2,4,1,u0k2,ch32 \
+      > "$OUT/k2_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -9 "$OUT/k2_round.log"
+    timeout 150 python bench/k1_round.py 1,64,12,holes,diag,ds,u0k2 1,128,5,holes,diag,ds,u0k2,ch32 \
+      1,128,6,holes,diag,ds,u0k2,ch32 > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -6 "$OUT/k1_round.log" ;;
+  round18b)
+    # session 18: 32-token chunks (K1Config.chunk, K2Config.chunk): K2 at half the chain's steps
+    # against the released K2, K1 (128 threads, two row halves) at 5 and 6 programs an SM against the
+    # released K1; correctness against float64 first; then ncu counters of both new kernels
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 200 python bench/k2_round.py 1,3,2,u0k2 1,3,2,u0k2,ch32 > "$OUT/k2_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -5 "$OUT/k2_round.log"
+    timeout 150 python bench/k1_round.py 1,64,12,holes,diag,ds,u0k2 1,128,5,holes,diag,ds,u0k2,ch32 \
+      1,128,6,holes,diag,ds,u0k2,ch32 > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -6 "$OUT/k1_round.log"
+    timeout 100 ncu --clock-control none --profile-from-start off --section SpeedOfLight --section Occupancy \
+      --section LaunchStats --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+      --csv --page details python bench/k2_round.py ncu 1,3,2,u0k2,ch32 1,3,2,u0k2 > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+    grep -E '"(Duration|DRAM Throughput|Compute \(SM\) Throughput|Theoretical Occupancy|Achieved Occupancy|Registers Per Thread|Issue Slots Busy|Warp Cycles Per Issued Instruction|No Eligible)"' \
+      "$OUT/ncu.csv" | awk -F'","' '{print $5, "|", $(NF-2), "|", $NF}' | cut -c1-120 | head -40 || tail -c 600 "$OUT/ncu.err" ;;
   round18a)
     # next session: K2's unguarded stores with a per-row predicate and no branch (row), the
     # ring's period unrolled (unroll), both, the released form and the guarded one, through the JIT

@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-SHAPES = [(96, [8192], None), (16, [8192], 64)]  # (H, lens, HV)
+# (H, lens, HV); the last two take 32-token chunks by the rule (kda_kernels.configs.use_chunk32)
+SHAPES = [(96, [8192], None), (16, [8192], 64), (32, [32768], None), (64, [8192], None)]
 
 
 def kernel_ms(fn):

@@ -270,7 +270,8 @@ def released_pairs():
     from kda_kernels import registry
     k1s = [b for b in registry.RELEASED if b.stage == "k1"]
     k2s = [b for b in registry.RELEASED if b.stage == "k2"]
-    return [(a, b) for a in k1s for b in k2s if a.config.varlen == b.config.varlen]
+    return [(a, b) for a in k1s for b in k2s
+            if a.config.varlen == b.config.varlen and a.config.chunk == b.config.chunk]
 
 
 def released_splits():
@@ -278,7 +279,7 @@ def released_splits():
     scan reads the initial state and writes the final state."""
     from kda_kernels import registry
     out = []
-    for k1 in (b for b in registry.RELEASED if b.stage == "k1" and b.config.varlen):
+    for k1 in (b for b in registry.RELEASED if b.stage == "k1" and b.config.varlen and b.config.chunk == 16):
         a = registry.find("k2_map", varlen=True)
         c = registry.find("k2_seg", varlen=True)
         for s in (b for b in registry.RELEASED if b.stage == "k2_scan"):

@@ -16,8 +16,8 @@ def compiled(build: registry.Build):
     return tilelang.compile(build.prim_func(), target=registry.TARGET, pass_configs=build.config.pass_configs())
 
 
-def workspace_slots(B: int, T: int, n_seqs: int, varlen: bool) -> int:
-    return T // 16 + n_seqs if varlen else B * ((T + 15) // 16)
+def workspace_slots(B: int, T: int, n_seqs: int, varlen: bool, chunk: int = 16) -> int:
+    return T // chunk + n_seqs if varlen else B * ((T + chunk - 1) // chunk)
 
 
 def _buffers(k1, k2, q, v, cu_seqlens):
@@ -25,16 +25,17 @@ def _buffers(k1, k2, q, v, cu_seqlens):
     B, T, _, K = q.shape
     HV, V = v.shape[2], v.shape[-1]
     n_seqs = cu_seqlens.shape[0] - 1 if c1.varlen else B
-    NC = workspace_slots(B, T, n_seqs, c1.varlen)
+    C = c1.chunk
+    NC = workspace_slots(B, T, n_seqs, c1.varlen, C)
     dev = q.device
     ws_dt, mat_dt = _TORCH_DTYPE[c1.ws_dtype], _TORCH_DTYPE[c1.mat_dtype]
-    Wk = torch.empty(HV, NC * 16, K, dtype=ws_dt, device=dev)
+    Wk = torch.empty(HV, NC * C, K, dtype=ws_dt, device=dev)
     ws = dict(Wk=Wk, qd=torch.empty_like(Wk), kr=torch.empty_like(Wk))
     if c1.u0_in_k2:
-        ws["Ab"] = torch.empty(HV, NC * 16, 16, dtype=mat_dt, device=dev)
+        ws["Ab"] = torch.empty(HV, NC * C, C, dtype=mat_dt, device=dev)
     else:
-        ws["U0"] = torch.empty(HV, NC * 16, V, dtype=ws_dt, device=dev)
-    ws.update(Mqk=torch.empty(HV, NC * 16, 16, dtype=mat_dt, device=dev),
+        ws["U0"] = torch.empty(HV, NC * C, V, dtype=ws_dt, device=dev)
+    ws.update(Mqk=torch.empty(HV, NC * C, C, dtype=mat_dt, device=dev),
               gC=torch.empty(HV, NC, K, dtype=torch.float32, device=dev))
     o = torch.empty(B, T, HV, V, dtype=v.dtype, device=dev)
     ht = None

@@ -13,17 +13,45 @@ _STATE_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
 
 
 def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optional[str], output_final_state: bool,
-                  split: bool = False):
-    """(K1, K2), or with `split` (K1, pass A, scan, pass C): the sequence split, where the scan
-    reads the initial state and writes the final state."""
-    k1 = registry.find("k1", varlen=varlen, fast_math=fast_math)
+                  split: bool = False, chunk: int = 16):
+    """(K1, K2) for chunks of `chunk` tokens, or with `split` (K1, pass A, scan, pass C): the
+    sequence split (16-token chunks), where the scan reads the initial state and writes the final
+    state."""
+    k1 = registry.find("k1", varlen=varlen, fast_math=fast_math, chunk=16 if split else chunk)
     if split:
         return (k1, registry.find("k2_map", varlen=varlen),
                 registry.find("k2_scan", varlen=varlen, initial_state=initial_state_dtype,
                               final_state=output_final_state),
                 registry.find("k2_seg", varlen=varlen))
-    k2 = registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state)
+    k2 = registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state,
+                       chunk=chunk)
     return k1, k2
+
+
+def chunk_for(q, v, cu_seqlens, fast_math) -> int:
+    """The chunk size of an unsplit call: 32 where configs.use_chunk32 says so from the shapes
+    alone (no sync), else 16; fast_math takes 16 (no 32-token fast_math build is released).
+    FORCE_CHUNK (16 or 32; KDA_TILE_CHUNK at import) forces it. Malformed arguments give 16."""
+    if fast_math is True:
+        return 16
+    if FORCE_CHUNK is not None:
+        return FORCE_CHUNK
+    try:
+        if cu_seqlens is None:
+            key = (q.shape[0], q.shape[0] * q.shape[1], v.shape[2])
+        else:
+            key = (cu_seqlens.shape[0] - 1, q.shape[1], v.shape[2])
+        return _CHUNK[key]
+    except KeyError:
+        _CHUNK[key] = 32 if min(key) >= 1 and _configs.use_chunk32(*key) else 16
+        return _CHUNK[key]
+    except (AttributeError, IndexError, TypeError):
+        return 16
+
+
+# (N, T, HV) -> chunk_for's answer
+_CHUNK: dict = {}
+FORCE_CHUNK = {"16": 16, "32": 32}.get(os.environ.get("KDA_TILE_CHUNK", ""))
 
 
 def use_split(q, v, cu_seqlens) -> bool:
@@ -95,7 +123,7 @@ def empty_cache() -> int:
     return sum(e.release_workspaces() for e in _LOADED if hasattr(e, "release_workspaces"))
 
 
-def _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split=False):
+def _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split=False, chunk=16):
     if initial_state is not None and not isinstance(initial_state, torch.Tensor):
         raise TypeError(f"initial_state: expected a torch.Tensor or None, got {type(initial_state).__name__}")
     if initial_state is not None and initial_state.dtype not in _STATE_DTYPES:
@@ -103,7 +131,7 @@ def _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split=Fal
     return select_builds(
         varlen=cu_seqlens is not None, fast_math=bool(fast_math),
         initial_state_dtype=None if initial_state is None else _STATE_DTYPES[initial_state.dtype],
-        output_final_state=bool(output_final_state), split=split)
+        output_final_state=bool(output_final_state), split=split, chunk=chunk)
 
 
 def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None, initial_state=None,
@@ -114,7 +142,8 @@ def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=No
     # a fixed batch that would take the split is checked by the unsplit entry (the same rules on
     # the [B, T] shapes; the split sees it as packed sequences)
     split = cu_seqlens is not None and use_split(q, v, cu_seqlens)
-    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split)
+    chunk = 16 if split else chunk_for(q, v, cu_seqlens, fast_math)
+    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
     kw = _expect_device(device)
     entry = _gated_entry(*builds)
     return entry.validate_only(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
@@ -180,13 +209,14 @@ def _eager(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, 
                            fast_math, flat[5], final_state_out)
             return (out if out is not None else o.view(v.shape)), ht
         split = False
+    chunk = 16 if split else chunk_for(q, v, cu_seqlens, fast_math)
     if out is not None or final_state_out is not None:
         return _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
-                             cu_seqlens, fast_math, out, final_state_out, split)
+                             cu_seqlens, fast_math, out, final_state_out, split, chunk)
     try:  # the steady-state path: ~1 us of Python before the one call into the entry
-        fn = _ENTRIES[_dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, split)]
+        fn = _ENTRIES[_dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, split, chunk)]
     except (KeyError, AttributeError, IndexError, TypeError):
-        fn = _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split)
+        fn = _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
     try:
         return fn(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale)
     except RuntimeError:
@@ -195,11 +225,11 @@ def _eager(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, 
         raise
 
 
-def _dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, split):
+def _dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, split, chunk=16):
     """The key of _ENTRIES and _RAW: what selects the builds. Raises on a malformed
     initial_state (the callers then take the checked path)."""
     return (cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
-            output_final_state, split)
+            output_final_state, split, chunk)
 
 
 _TENSOR_ARGS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")
@@ -231,7 +261,7 @@ def _as_sequences(q, k, v, g, beta, out):
 
 
 def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
-                  cu_seqlens, fast_math, out, final_state_out, split=False):
+                  cu_seqlens, fast_math, out, final_state_out, split=False, chunk=16):
     """kda_prefill into caller-provided outputs: one call of the entry, which checks them (the
     same rules as for its own outputs, plus no overlap with any input) and writes them."""
     if final_state_out is not None and not output_final_state:
@@ -241,10 +271,10 @@ def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_
             if t is not None and not isinstance(t, torch.Tensor):
                 raise TypeError(f"{name}: expected a torch.Tensor or None, got {type(t).__name__}")
     try:
-        raw, flags = _RAW[_dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, split)]
+        raw, flags = _RAW[_dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, split, chunk)]
     except (KeyError, AttributeError, IndexError, TypeError):
-        _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split)
-        raw, flags = _raw_for(initial_state, output_final_state, cu_seqlens, fast_math, split)
+        _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
+        raw, flags = _raw_for(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
     # flags bit 3: the entry returns o alone (None when out was given); only when no final state
     # would be dropped
     single = final_state_out is not None or not output_final_state
@@ -270,14 +300,14 @@ def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_
 _RAW: dict = {}
 
 
-def _raw_for(initial_state, output_final_state, cu_seqlens, fast_math, split):
-    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split)
+def _raw_for(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk=16):
+    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
     if os.environ.get("KDA_TILE_BACKEND", "generated") != "generated":
         raise ValueError("out, final_state_out: need the generated host entry (KDA_TILE_BACKEND=generated)")
     from host_codegen.cpp_entry import launch_flags
     entry = _gated_entry(*builds)
     pair = (entry.raw, launch_flags())
-    _RAW[_dispatch_key(cu_seqlens, initial_state, bool(output_final_state), bool(fast_math), split)] = pair
+    _RAW[_dispatch_key(cu_seqlens, initial_state, bool(output_final_state), bool(fast_math), split, chunk)] = pair
     return pair
 
 
@@ -320,8 +350,8 @@ def _device_types(**tensors):
             raise ValueError(f"{name}: expected a cuda tensor, got device {t.device}") from None
 
 
-def _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split=False):
-    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split)
+def _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split=False, chunk=16):
+    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
     fn = _entry(*builds)
-    _ENTRIES[_dispatch_key(cu_seqlens, initial_state, bool(output_final_state), bool(fast_math), split)] = fn
+    _ENTRIES[_dispatch_key(cu_seqlens, initial_state, bool(output_final_state), bool(fast_math), split, chunk)] = fn
     return fn

@@ -25,38 +25,60 @@ def recorder(monkeypatch):
     return calls
 
 
-def _inputs(n_seqs, H, varlen, h0):
-    T = 3 * n_seqs
+def _inputs(n_seqs, H, varlen, h0, L=3):
+    T = L * n_seqs
     B = 1 if varlen else n_seqs
-    T = T if varlen else 3
+    T = T if varlen else L
     x = torch.zeros(B, T, H, 128, dtype=bf)
     kw = dict(A_log=torch.zeros(H), dt_bias=torch.zeros(H, 128))
     if varlen:
-        kw["cu_seqlens"] = torch.arange(0, T + 1, 3, dtype=torch.int64)
+        kw["cu_seqlens"] = torch.arange(0, T + 1, L, dtype=torch.int64)
     if h0 is not None:
         kw["initial_state"] = torch.zeros(n_seqs, H, 128, 128, dtype=h0)
     return x, kw
 
 
 CONFIGS = list(itertools.product([False, True], [False, True], [None, torch.float32, torch.bfloat16],
-                                 [False, True], [(1, 1), (65, 1), (66, 1), (3, 32)]))
+                                 [False, True], [(1, 1, 3), (65, 1, 3), (66, 1, 3), (3, 32, 3), (1, 1, 512),
+                                                 (2, 33, 600), (2, 34, 600)]))
 
 
 def test_each_call_gets_the_builds_select_builds_names(recorder):
     # Twice over, in two orders, so that a cached key can never hand one configuration another's entry.
     for configs in (CONFIGS, CONFIGS[::-1]):
-        for varlen, fast, h0, ht, (n, H) in configs:
-            x, kw = _inputs(n, H, varlen, h0)
+        for varlen, fast, h0, ht, (n, H, L) in configs:
+            x, kw = _inputs(n, H, varlen, h0, L)
             out = api.kda_prefill(x, x, x, x, x[..., 0], output_final_state=ht, fast_math=fast, **kw)
             assert out == ("o", None)
             k1, k2, nargs = recorder[-1]
             want = api.select_builds(varlen=varlen, fast_math=fast,
                                      initial_state_dtype=None if h0 is None else api._STATE_DTYPES[h0],
-                                     output_final_state=ht)
-            assert (k1, k2) == want, (varlen, fast, h0, ht, n, H)
+                                     output_final_state=ht,
+                                     chunk=32 if configs_chunk32(n, H, L, fast) else 16)
+            assert (k1, k2) == want, (varlen, fast, h0, ht, n, H, L)
             assert nargs == 11
     assert len(recorder) == 2 * len(CONFIGS)
-    assert len(api._ENTRIES) == len(CONFIGS) // 4  # one key for every shape
+    # one key for every shape of a chunk size
+    assert len(api._ENTRIES) == len({(v, f, h, t, configs_chunk32(*s, f)) for v, f, h, t, s in CONFIGS})
+
+
+def configs_chunk32(n, H, L, fast):
+    """32-token chunks: at most one 16-token chain an SM (2 n H <= 132), sequences of 512 tokens
+    or more, accurate math (kda_kernels.configs.use_chunk32)."""
+    return 2 * n * H <= 132 and L >= 512 and not fast
+
+
+def test_chunk_rule_takes_32_token_builds_only_for_few_long_chains():
+    x, kw = _inputs(1, 1, True, None, 512)
+    assert api.chunk_for(x, x, kw["cu_seqlens"], False) == 32
+    assert api.chunk_for(x, x, kw["cu_seqlens"], True) == 16
+    x, kw = _inputs(1, 1, True, None, 511)
+    assert api.chunk_for(x, x, kw["cu_seqlens"], False) == 16
+    x, kw = _inputs(2, 34, False, None, 600)   # 136 chains
+    assert api.chunk_for(x, x, None, False) == 16
+    k1, k2 = api.select_builds(varlen=True, fast_math=False, initial_state_dtype=None, output_final_state=False,
+                               chunk=32)
+    assert k1.config.chunk == k2.config.chunk == 32
 
 
 def test_bad_keys_go_to_the_slow_path(recorder):

@@ -1,0 +1,45 @@
+"""32-token chunks (K1Config.chunk, K2Config.chunk; session 18): the released builds pair by chunk,
+the workspace layout follows the chunk in the configs, the host entry and the JIT launcher, and the
+split keeps 16-token chunks. CPU only; the GPU matrix runs them (KDA_TILE_CHUNK=32 forces them)."""
+import pytest
+
+import host_codegen as hc
+from kda_kernels import configs, registry
+from kda_tile import _launch
+
+
+def test_released_pairs_share_their_chunk():
+    pairs = hc.released_pairs()
+    assert {(a.config.chunk, b.config.chunk) for a, b in pairs} == {(16, 16), (32, 32)}
+    assert sum(a.config.chunk == 32 for a, _ in pairs) == 12   # fixed and varlen x 6 state modes
+    assert all(not a.config.fast_math for a, _ in pairs if a.config.chunk == 32)
+    assert all(s[0].config.chunk == 16 for s in hc.released_splits())
+
+
+@pytest.mark.parametrize("varlen", [False, True])
+def test_workspace_slots_follow_the_chunk(varlen):
+    for chunk in (16, 32):
+        k1 = configs.K1Config(varlen=varlen, chunk=chunk, threads=64 * chunk // 16)
+        k2 = configs.K2Config(varlen=varlen, chunk=chunk)
+        assert k1.derived_vars() == k2.derived_vars() == configs.slot_vars(varlen, chunk)
+        B, T, N = (1, 1000, 7) if varlen else (3, 1000, 3)
+        NC = eval(k1.derived_vars()["NC"], {}, dict(B=B, T=T, N1=N + 1))
+        assert NC == _launch.workspace_slots(B, T, N, varlen, chunk)
+    # the 16-token expressions are the released ones, character for character
+    assert configs.slot_vars(True, 16) == {"NC": "T // 16 + (N1 - 1)"}
+    assert configs.slot_vars(False, 16) == {"NC": "B * ((T + 15) // 16)"}
+
+
+def test_chunk32_configs_are_named_and_checked():
+    b = registry.find("k1", varlen=True, fast_math=False, chunk=32)
+    assert b.name.endswith("_ch32") and b.config.threads == 128
+    assert registry.find("k2", varlen=True, initial_state=None, final_state=False, chunk=32).name.endswith("_ch32")
+    with pytest.raises(LookupError, match="no released k1 build"):
+        registry.find("k1", varlen=True, fast_math=True, chunk=32)
+
+
+@pytest.mark.parametrize("N,T,HV,want", [(1, 32768, 32, True), (1, 8192, 64, True), (1, 8192, 96, False),
+                                         (2, 8192, 33, True), (2, 8192, 34, False), (8, 8192, 8, True),
+                                         (256, 131072, 32, False), (1, 511, 1, False)])
+def test_chunk32_rule(N, T, HV, want):
+    assert configs.use_chunk32(N, T, HV) is want
