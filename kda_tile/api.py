@@ -28,6 +28,26 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
     return k1, k2
 
 
+def _by_shape(q, v, cu_seqlens, memo, rule, default):
+    """rule(N, T, HV) for the call's N packed sequences of T tokens in all (a fixed batch counts
+    as B sequences), memoized in memo; default for malformed arguments or an empty dimension."""
+    try:
+        if cu_seqlens is None:
+            key = (q.shape[0], q.shape[0] * q.shape[1], v.shape[2])
+        else:
+            key = (cu_seqlens.shape[0] - 1, q.shape[1], v.shape[2])
+        return memo[key]
+    except KeyError:
+        memo[key] = rule(*key) if min(key) >= 1 else default
+        return memo[key]
+    except (AttributeError, IndexError, TypeError):
+        return default
+
+
+def _chunk_rule(N, T, HV):
+    return 32 if _configs.use_chunk32(N, T, HV) else 16
+
+
 def chunk_for(q, v, cu_seqlens, fast_math) -> int:
     """The chunk size of an unsplit call: 32 where configs.use_chunk32 says so from the shapes
     alone (no sync), else 16; fast_math takes 16 (no 32-token fast_math build is released).
@@ -36,17 +56,7 @@ def chunk_for(q, v, cu_seqlens, fast_math) -> int:
         return 16
     if FORCE_CHUNK is not None:
         return FORCE_CHUNK
-    try:
-        if cu_seqlens is None:
-            key = (q.shape[0], q.shape[0] * q.shape[1], v.shape[2])
-        else:
-            key = (cu_seqlens.shape[0] - 1, q.shape[1], v.shape[2])
-        return _CHUNK[key]
-    except KeyError:
-        _CHUNK[key] = 32 if min(key) >= 1 and _configs.use_chunk32(*key) else 16
-        return _CHUNK[key]
-    except (AttributeError, IndexError, TypeError):
-        return 16
+    return _by_shape(q, v, cu_seqlens, _CHUNK, _chunk_rule, 16)
 
 
 # (N, T, HV) -> chunk_for's answer
@@ -64,16 +74,9 @@ def use_split(q, v, cu_seqlens) -> bool:
     try:
         if q.shape[1] < _SPLIT_MIN_TOKENS:   # the host-bound calls leave here
             return False
-        if cu_seqlens is None:
-            key = (q.shape[0], q.shape[0] * q.shape[1], v.shape[2])
-        else:
-            key = (cu_seqlens.shape[0] - 1, q.shape[1], v.shape[2])
-        return _SPLIT[key]
-    except KeyError:
-        _SPLIT[key] = key[0] >= 1 and key[1] >= 1 and key[2] >= 1 and _configs.use_split(*key)
-        return _SPLIT[key]
     except (AttributeError, IndexError, TypeError):
         return False
+    return _by_shape(q, v, cu_seqlens, _SPLIT, _configs.use_split, False)
 
 
 # (N, T, HV) -> use_split's answer
