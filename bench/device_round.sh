@@ -37,6 +37,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round19a # next session: K1 at 32 tokens, source-level stalls; fast_math K1 at 32 tokens (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18d # release of 32-token chunks: build, stage times at 16 and 32, GPU matrix default and forced 32 (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18c # 32-token chunks: K2 with two consumers (one program a head), K1's block inverse (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18b # 32-token chunks: K2 and K1 through the JIT, ncu counters (~6 min)
@@ -355,6 +356,20 @@ case "$mode" in
       tests/test_reference.py -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
     timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -9 ;;
+  round19a)
+    # prepared in session 18, not run: where the 32-token K1 loses issue efficiency (ncu source
+    # counters at H96 1x8192, released 16-token K1 beside it), and the fast_math K1 at 32 tokens
+    # (correctness against float64, times) before its builds may be released
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 200 ncu --clock-control none --profile-from-start off -k regex:k1 --section SpeedOfLight \
+      --section Occupancy --section WarpStateStats --section SchedulerStats --section SourceCounters \
+      -o "$OUT/k1_src" python bench/k1_round.py ncu 1,128,5,holes,diag,ds,u0k2,ch32 1,64,12,holes,diag,ds,u0k2 \
+      > "$OUT/k1_ncu.log" 2>&1; tail -1 "$OUT/k1_ncu.log"
+    ncu --import "$OUT/k1_src.ncu-rep" --page source --csv --print-source sass > "$OUT/k1_src.csv" 2> "$OUT/k1_src.err"
+    python bench/ncu_source_top.py "$OUT/k1_src.csv" 25 || head -c 600 "$OUT/k1_src.err"
+    timeout 150 python bench/k1_round.py 1,64,12,holes,diag,ds,u0k2 1,128,5,holes,diag,ds,u0k2,ch32 \
+      1,128,5,holes,diag,ds,u0k2,ch32,fast > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -6 "$OUT/k1_round.log" ;;
   round18d)
     # session 18: the release of 32-token chunks through the generated host entry: build, stage
     # times with every unsplit call forced to 16- and to 32-token chunks, the GPU matrix (without
