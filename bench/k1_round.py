@@ -88,7 +88,7 @@ def run_k1(spec, d, fast=False):
     B, T, H, _ = d["q"].shape
     cfg = k1_config(spec, varlen, fast)
     ch = cfg.chunk
-    NC = T // ch + (d["cu"].numel() - 1) if varlen else B * ((T + ch - 1) // ch)
+    NC = _launch.workspace_slots(B, T, d["cu"].numel() - 1 if varlen else B, varlen, ch)
     ws = workspace(H, NC, cfg.u0_in_k2, ch)
     args = args_for(cfg, dict(d, **ws, cu_seqlens=d["cu"], lower_bound=-5.0, scale=128 ** -0.5))
     kern = compiled(cfg)

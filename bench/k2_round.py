@@ -49,6 +49,9 @@ def k2_config(spec, varlen):
     return cfg
 
 
+K1_CH32 = "1,128,5,holes,diag,ds,u0k2,ch32"   # the released 32-token K1
+
+
 def k1_spec(spec):
     """The K1 that feeds K2 variant `spec`: the released one, with u0k2 where K2 forms U0; for
     32-token chunks (ch32) K1_CH32."""
@@ -56,9 +59,6 @@ def k1_spec(spec):
     if "ch32" in parts:
         return K1_CH32
     return k1_round.RELEASED + (",u0k2" if "u0k2" in parts else "")
-
-
-K1_CH32 = "1,128,5,holes,diag,ds,u0k2,ch32"
 
 
 def k2_call(spec, d, ws, h0):

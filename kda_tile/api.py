@@ -56,6 +56,11 @@ def chunk_for(q, v, cu_seqlens, fast_math) -> int:
         return 16
     if FORCE_CHUNK is not None:
         return FORCE_CHUNK
+    try:
+        if q.shape[1] < _configs.CHUNK32_MIN_TOKENS:   # no sequence that long: the host-bound calls leave here
+            return 16
+    except (AttributeError, IndexError, TypeError):
+        return 16
     return _by_shape(q, v, cu_seqlens, _CHUNK, _chunk_rule, 16)
 
 
