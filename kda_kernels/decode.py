@@ -57,6 +57,18 @@ def build_decode(cfg: DecodeConfig):
         """State column of thread column-lane c's i-th element."""
         return (c + TPR * (i // VW)) * VW + i % VW
 
+    @T.macro
+    def load_token(q, k, v, g, beta, dt_bias, vec, sq, gx, vb, n, s, h, hv, row, a_h):
+        """Token s's inputs: the gate's argument a_h (g + dt_bias), v of this thread's row and
+        sigmoid(beta), q and k with their squares."""
+        for d in T.Parallel(K):
+            gx[d] = a_h * (T.Cast(accum, tok(g, n, s, hv, d)) + dt_bias[hv, d])
+        vb[0] = T.Cast(accum, tok(v, n, s, hv, row))
+        vb[1] = _math.sigmoid(T.Cast(accum, tok(beta, n, s, hv)), fast)
+        for i, d in T.Parallel(2, K):
+            vec[i, d] = T.if_then_else(i == 0, T.Cast(accum, tok(q, n, s, h, d)), T.Cast(accum, tok(k, n, s, h, d)))
+            sq[i, d] = vec[i, d] * vec[i, d]
+
     @T.prim_func
     def kda_decode(
         q: T.Tensor(qk_shape, cfg.in_dtype),
@@ -81,12 +93,14 @@ def build_decode(cfg: DecodeConfig):
             vec = T.alloc_fragment((2, K), accum)
             sq = T.alloc_fragment((2, K), accum)
             nrm = T.alloc_fragment((2,), accum)
+            gx = T.alloc_fragment((K,), accum)
             qk_s = T.alloc_shared((2, K), accum)
             dec_s = T.alloc_shared((K,), accum)
 
             if fast:
                 T.import_source(_math.FAST_SOURCE)
-            h = _math.gva_head(hv, H, HV)
+            # in a register: inlined, q's and k's addresses each ran an int64 division
+            h = T.alloc_var("int32", init=_math.gva_head(hv, H, HV))
             row = bv * BV + tx // TPR
             c = tx % TPR
             idx = state_indices[n]
@@ -96,24 +110,23 @@ def build_decode(cfg: DecodeConfig):
             r = T.Cast("int32", T.max(T.min(idx, T.Cast("int64", P) - 1), T.int64(0)))
             a_h = _math.exp(A_log[hv], fast)
 
+            # Token 0's loads go out before the pool row's, which waits on idx, and the decay is
+            # formed before the norms' barriers: at N = 1 the kernel is a chain of DRAM round trips
+            # (g read behind those barriers made a third one).
+            load_token(q, k, v, g, beta, dt_bias, vec, sq, gx, vb, n, 0, h, hv, row, a_h)
             if live:
                 for m in T.unroll(NVEC):
                     for e in T.vectorized(VW):
                         St[m * VW + e] = T.Cast(accum, pool[r, hv, row, (c + TPR * m) * VW + e])
 
             for s in T.serial(S):
-                vb[0] = T.Cast(accum, tok(v, n, s, hv, row))
-                vb[1] = _math.sigmoid(T.Cast(accum, tok(beta, n, s, hv)), fast)
-                for i, d in T.Parallel(2, K):
-                    vec[i, d] = T.if_then_else(i == 0, T.Cast(accum, tok(q, n, s, h, d)),
-                                               T.Cast(accum, tok(k, n, s, h, d)))
-                    sq[i, d] = vec[i, d] * vec[i, d]
+                if s > 0:
+                    load_token(q, k, v, g, beta, dt_bias, vec, sq, gx, vb, n, s, h, hv, row, a_h)
+                for d in T.Parallel(K):
+                    dec_s[d] = _math.exp2(lower_bound * _math.LOG2E * _math.sigmoid(gx[d], fast), fast)
                 T.reduce_sum(sq, nrm, dim=1)
                 for i, d in T.Parallel(2, K):
                     qk_s[i, d] = vec[i, d] * _math.rsqrt(nrm[i] + 1e-6, fast) * T.if_then_else(i == 0, scale, 1.0)
-                for d in T.Parallel(K):
-                    dec_s[d] = _math.exp2(lower_bound * _math.LOG2E * _math.sigmoid(
-                        a_h * (T.Cast(accum, tok(g, n, s, hv, d)) + dt_bias[hv, d]), fast), fast)
 
                 part[0] = 0.0
                 for i in T.unroll(CPT):
