@@ -137,7 +137,7 @@ def stage_timers(d):
     """Times K1 and K2 of kda_tile separately, through the same compiled kernels."""
     from kda_tile import _launch, api
     k1, k2 = api.select_builds(varlen=True, fast_math=False, initial_state_dtype="float32", output_final_state=True,
-                               chunk=api.chunk_for(d["q"], d["v"], d["cu"], False))
+                               chunk=api.chunk_for(d["q"], d["v"], d["cu"]))
     return _launch.stage_callables(k1, k2, d["q"], d["k"], d["v"], d["g"], d["beta"], d["A_log"], d["dt_bias"],
                                    d["cu"], d["h0"], LOWER_BOUND, 128 ** -0.5)
 
@@ -202,7 +202,7 @@ def run_shape(i, H, lens, do_bench, HV=None):
         from kda_tile import api
         from kda_tile.api import use_split
         row["kda_tile_split"] = use_split(d["q"], d["v"], d["cu"])
-        row["kda_tile_chunk"] = 16 if row["kda_tile_split"] else api.chunk_for(d["q"], d["v"], d["cu"], False)
+        row["kda_tile_chunk"] = 16 if row["kda_tile_split"] else api.chunk_for(d["q"], d["v"], d["cu"])
         with torch.inference_mode():
             k1_fn, k2_fn = stage_timers(d)
             row["kda_tile_k1_ms"] = do_bench(k1_fn, warmup=25, rep=200, return_mode="median")

@@ -40,10 +40,11 @@ def use_split(N: int, T: int, HV: int) -> bool:
     return (T // N + 15) // 16 >= SPLIT_MIN_G * L
 
 
-# 32-token chunks (session 18): the chain takes half the steps, K1 costs ~30% more per token. They
-# pay where each SM holds at most one of the 16-token chains (two a sequence and head: 64 value
-# rows each) and sequences are long: H32 1x32768 K1 + K2 1.87 -> 1.59 ms; at two chains an SM
-# (H96 1x8192) 0.87 -> 1.00 (bench/NOTES.md, session 18).
+# 32-token chunks (session 18): the chain takes half the steps, K1 costs ~19% more per token
+# (~30% before session 19's unguarded stores). They pay where each SM holds at most one of the
+# 16-token chains (two a sequence and head: 64 value rows each) and sequences are long: H32
+# 1x32768 K1 + K2 1.87 -> 1.52 ms; at two chains an SM (H96 1x8192) 0.88 -> 0.95, and K2 with two
+# consumers a program (not released) only ties there: 0.88 (bench/NOTES.md, sessions 18 and 19).
 CHUNK32_MAX_CHAINS = 132
 CHUNK32_MIN_TOKENS = 512
 

@@ -54,6 +54,10 @@ def build_k1(cfg: K1Config):
     assert cfg.mqk_split in ("", "k", "qk"), cfg.mqk_split
     split_k, split_q = cfg.mqk_split != "", cfg.mqk_split == "qk"
     u0k2 = cfg.u0_in_k2
+    # Every program's one chunk holds tokens in a fixed batch, and in a varlen one that returns at
+    # holes: a 32-token build then stores without guards (the grid keeps bc < NC), which leaves the
+    # compiler the stores' addresses as offsets of one base. (16-token builds keep theirs.)
+    unguarded = CPB == 1 and (not cfg.varlen or cfg.skip_holes) and NSUB == 2
     assert not (u0k2 and split_k), "u0_in_k2 with the fp16 Wk operand only"
     assert NSUB == 1 or not split_k, "a 32-token chunk takes Mqk from one bf16 product"
 
@@ -81,7 +85,7 @@ def build_k1(cfg: K1Config):
             st_s[r, e] = T.Cast(cfg.ws_dtype, -acc[r, e] if negate else acc[r, e])
         for r, e in T.Parallel(R, K):
             c = r // C
-            if slot_len[c] > 0 and bc * CPB + c < NC:
+            if unguarded or (slot_len[c] > 0 and bc * CPB + c < NC):
                 out[hv, (bc * CPB + c) * C + r % C, e] = st_s[r, e]
 
     @T.macro
@@ -133,7 +137,9 @@ def build_k1(cfg: K1Config):
             t1[e] = tot_s[0, d2 * 2 + e]
             e1[e] = pow2(t1[e], fast)
             e2[e] = pow2(tot_s[1, d2 * 2 + e], fast)
-        live = slot_len[0] > 0 and bc < NC
+            # the anchor G_m in the half's own terms: T1 in the first half, 0 in the second
+            t1[e] = T.if_then_else(hf == 0, t1[e], 0.0)
+        live = True if unguarded else slot_len[0] > 0 and bc < NC
         for i in T.unroll(SUB):
             r = hf * SUB + i
             kn = T.alloc_local((2,), accum)
@@ -141,7 +147,7 @@ def build_k1(cfg: K1Config):
             ea = T.alloc_local((2,), accum)
             kim = T.alloc_local((2,), accum)
             for e in T.unroll(2):
-                rel = gcol[i, e] - T.if_then_else(hf == 0, t1[e], 0.0)
+                rel = gcol[i, e] - t1[e]
                 kn[e] = T.Cast(accum, kraw[i, e]) * rk_s[r]
                 qn[e] = T.Cast(accum, qraw[i, e]) * rq_s[r]
                 ea[e] = pow2(rel, fast)
@@ -480,7 +486,7 @@ def build_k1(cfg: K1Config):
 
                 for r, j in T.Parallel(R, C):
                     c = r // C
-                    if slot_len[c] > 0 and bc * CPB + c < NC:
+                    if unguarded or (slot_len[c] > 0 and bc * CPB + c < NC):
                         Mqk[hv, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
             # the off-diagonal blocks of the block-diagonal Ab
             for r, j in T.Parallel(R, R):
@@ -514,7 +520,7 @@ def build_k1(cfg: K1Config):
                 # Ab's diagonal blocks, K2's operand of U0 = Ab v
                 for r, j in T.Parallel(R, C):
                     c = r // C
-                    if slot_len[c] > 0 and bc * CPB + c < NC:
+                    if unguarded or (slot_len[c] > 0 and bc * CPB + c < NC):
                         Ab[hv, (bc * CPB + c) * C + r % C, j] = Ab_s[r, c * C + j]
             else:
                 # v in fp16 (|v| must stay below 65504, as K2's state): each thread converts the

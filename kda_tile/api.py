@@ -48,12 +48,10 @@ def _chunk_rule(N, T, HV):
     return 32 if _configs.use_chunk32(N, T, HV) else 16
 
 
-def chunk_for(q, v, cu_seqlens, fast_math) -> int:
+def chunk_for(q, v, cu_seqlens) -> int:
     """The chunk size of an unsplit call: 32 where configs.use_chunk32 says so from the shapes
-    alone (no sync), else 16; fast_math takes 16 (no 32-token fast_math build is released).
-    FORCE_CHUNK (16 or 32; KDA_TILE_CHUNK at import) forces it. Malformed arguments give 16."""
-    if fast_math is True:
-        return 16
+    alone (no sync), else 16, with or without fast_math. FORCE_CHUNK (16 or 32; KDA_TILE_CHUNK at
+    import) forces it. Malformed arguments give 16."""
     if FORCE_CHUNK is not None:
         return FORCE_CHUNK
     try:
@@ -150,7 +148,7 @@ def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=No
     # a fixed batch that would take the split is checked by the unsplit entry (the same rules on
     # the [B, T] shapes; the split sees it as packed sequences)
     split = cu_seqlens is not None and use_split(q, v, cu_seqlens)
-    chunk = 16 if split else chunk_for(q, v, cu_seqlens, fast_math)
+    chunk = 16 if split else chunk_for(q, v, cu_seqlens)
     builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
     kw = _expect_device(device)
     entry = _gated_entry(*builds)
@@ -217,7 +215,7 @@ def _eager(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, 
                            fast_math, flat[5], final_state_out)
             return (out if out is not None else o.view(v.shape)), ht
         split = False
-    chunk = 16 if split else chunk_for(q, v, cu_seqlens, fast_math)
+    chunk = 16 if split else chunk_for(q, v, cu_seqlens)
     if out is not None or final_state_out is not None:
         return _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
                              cu_seqlens, fast_math, out, final_state_out, split, chunk)

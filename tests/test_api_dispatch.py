@@ -63,19 +63,18 @@ def test_each_call_gets_the_builds_select_builds_names(recorder):
 
 
 def configs_chunk32(n, H, L, fast):
-    """32-token chunks: at most one 16-token chain an SM (2 n H <= 132), sequences of 512 tokens
-    or more, accurate math (kda_kernels.configs.use_chunk32)."""
-    return 2 * n * H <= 132 and L >= 512 and not fast
+    """32-token chunks: at most one 16-token chain an SM (2 n H <= 132) and sequences of 512 tokens
+    or more (kda_kernels.configs.use_chunk32), with or without fast_math."""
+    return 2 * n * H <= 132 and L >= 512
 
 
 def test_chunk_rule_takes_32_token_builds_only_for_few_long_chains():
     x, kw = _inputs(1, 1, True, None, 512)
-    assert api.chunk_for(x, x, kw["cu_seqlens"], False) == 32
-    assert api.chunk_for(x, x, kw["cu_seqlens"], True) == 16
+    assert api.chunk_for(x, x, kw["cu_seqlens"]) == 32
     x, kw = _inputs(1, 1, True, None, 511)
-    assert api.chunk_for(x, x, kw["cu_seqlens"], False) == 16
+    assert api.chunk_for(x, x, kw["cu_seqlens"]) == 16
     x, kw = _inputs(2, 34, False, None, 600)   # 136 chains
-    assert api.chunk_for(x, x, None, False) == 16
+    assert api.chunk_for(x, x, None) == 16
     k1, k2 = api.select_builds(varlen=True, fast_math=False, initial_state_dtype=None, output_final_state=False,
                                chunk=32)
     assert k1.config.chunk == k2.config.chunk == 32

@@ -11,8 +11,9 @@ from kda_tile import _launch
 def test_released_pairs_share_their_chunk():
     pairs = hc.released_pairs()
     assert {(a.config.chunk, b.config.chunk) for a, b in pairs} == {(16, 16), (32, 32)}
-    assert sum(a.config.chunk == 32 for a, _ in pairs) == 12   # fixed and varlen x 6 state modes
-    assert all(not a.config.fast_math for a, _ in pairs if a.config.chunk == 32)
+    # fixed and varlen x fast_math or not x 6 state modes
+    assert sum(a.config.chunk == 32 for a, _ in pairs) == 24
+    assert {a.config.fast_math for a, _ in pairs if a.config.chunk == 32} == {False, True}
     assert all(s[0].config.chunk == 16 for s in hc.released_splits())
 
 
@@ -34,8 +35,9 @@ def test_chunk32_configs_are_named_and_checked():
     b = registry.find("k1", varlen=True, fast_math=False, chunk=32)
     assert b.name.endswith("_ch32") and b.config.threads == 128
     assert registry.find("k2", varlen=True, initial_state=None, final_state=False, chunk=32).name.endswith("_ch32")
+    assert registry.find("k1", varlen=True, fast_math=True, chunk=32).name.endswith("_fast_ds_skipholes_mqkdiag_u0k2_ch32")
     with pytest.raises(LookupError, match="no released k1 build"):
-        registry.find("k1", varlen=True, fast_math=True, chunk=32)
+        registry.find("k1", varlen=True, fast_math=True, chunk=64)
 
 
 @pytest.mark.parametrize("N,T,HV,want", [(1, 32768, 32, True), (1, 8192, 64, True), (1, 8192, 96, False),
