@@ -37,7 +37,10 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
-#   source .devbundle/activate.sh && bash bench/device_round.sh round19a # next session: K1 at 32 tokens, source-level stalls; fast_math K1 at 32 tokens (~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round19b # decode with token loads ahead of the pool row: build, GPU tests, bench, ncu at N = 1 (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round19c # 32-token K1 without store guards: K1 + K2 (16, 32 one and two consumers) at 8 shapes, fast_math K1 check, ncu (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round19d # release of the unguarded and fast_math 32-token K1: round18d's steps (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round19a # session 19: K1 at 32 tokens, source-level stalls; fast_math K1 at 32 tokens (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18d # release of 32-token chunks: build, stage times at 16 and 32, GPU matrix default and forced 32 (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18c # 32-token chunks: K2 with two consumers (one program a head), K1's block inverse (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18b # 32-token chunks: K2 and K1 through the JIT, ncu counters (~6 min)
@@ -356,6 +359,33 @@ case "$mode" in
       tests/test_reference.py -k "not split" > "$OUT/pytest_gpu.log" 2>&1
     grep -E "passed|failed|FAILED|Error" "$OUT/pytest_gpu.log" | tail -6
     timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -9 ;;
+  round19b)
+    # session 19: decode with every token load issued before the pool row's (which waits on idx)
+    # and the decay formed before the norms' barriers; g was read behind them, a third dependent
+    # DRAM round trip at N = 1. Build, decode GPU tests, bench/decode.py (host again column), ncu at N = 1
+    decode_check
+    NCU_N=1 timeout 90 ncu --clock-control none -k 'regex:kda_decode|elementwise' --csv --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section WarpStateStats \
+      python bench/decode_round.py ncu > "$OUT/decode_ncu_n1.csv" 2> "$OUT/decode_ncu_n1.err"
+    tail -1 "$OUT/decode_ncu_n1.err"; grep -E '"Duration"|Warp Cycles Per Issued|Registers Per' "$OUT/decode_ncu_n1.csv" | cut -c1-200 | tail -8 ;;
+  round19c)
+    # session 19: the 32-token K1 without store guards (its chunk always holds tokens), K1 and K2 at
+    # the eight k2_round shapes for 16-token, 32-token one-consumer and two-consumer K2 (the rule's
+    # data); the fast_math 32-token K1 against float64; ncu counters of the new K1
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 300 python bench/k2_round.py 1,3,2,u0k2 1,3,2,u0k2,ch32 2,3,1,u0k2,ch32 > "$OUT/k2_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -7 "$OUT/k2_round.log"
+    K1_SHAPES="H96 1x8192;H32 256x512 cu" timeout 120 python bench/k1_round.py 1,128,5,holes,diag,ds,u0k2,ch32 \
+      1,128,5,holes,diag,ds,u0k2,ch32,fast > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -4 "$OUT/k1_round.log"
+    timeout 100 ncu --clock-control none --profile-from-start off -k regex:k1 --section SpeedOfLight --section Occupancy \
+      --section WarpStateStats --section SchedulerStats --section InstructionStats --csv --page details \
+      python bench/k1_round.py ncu 1,128,5,holes,diag,ds,u0k2,ch32 > "$OUT/k1_ncu.csv" 2> "$OUT/k1_ncu.err"
+    grep -E '"(Duration|DRAM Throughput|Theoretical Occupancy|Achieved Occupancy|Registers Per Thread|Executed Instructions|No Eligible)"' \
+      "$OUT/k1_ncu.csv" | awk -F'","' '{print $5, "|", $(NF-2), "|", $NF}' | cut -c1-120 | head -12 || tail -c 600 "$OUT/k1_ncu.err"
+    # decode's host medians swung 8 <-> 12-15 us between passes in round 19b: the quick table pinned to one core
+    mkdir -p "$OUT/pinned"; taskset -c 5 timeout 100 python bench/decode.py --quick --out "$OUT/pinned" > "$OUT/pinned/decode_bench.log" 2>&1
+    grep -E "^\| (float32|bfloat16)" "$OUT/pinned/decode_bench.log" | cut -d'|' -f2,3,4,11,12 ;;
   round19a)
     # prepared in session 18, not run: where the 32-token K1 loses issue efficiency (ncu source
     # counters at H96 1x8192, released 16-token K1 beside it), and the fast_math K1 at 32 tokens
@@ -370,10 +400,12 @@ case "$mode" in
     timeout 150 python bench/k1_round.py 1,64,12,holes,diag,ds,u0k2 1,128,5,holes,diag,ds,u0k2,ch32 \
       1,128,5,holes,diag,ds,u0k2,ch32,fast > "$OUT/k1_round.log" 2>&1
     grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -6 "$OUT/k1_round.log" ;;
-  round18d)
+  round18d|round19d)
     # session 18: the release of 32-token chunks through the generated host entry: build, stage
     # times with every unsplit call forced to 16- and to 32-token chunks, the GPU matrix (without
-    # the split tests: the split's builds are unchanged) as the rule picks and forced to 32
+    # the split tests: the split's builds are unchanged) as the rule picks and forced to 32.
+    # Session 19 (round19d): the same for the unguarded 32-token K1 and its fast_math builds, which
+    # KDA_TILE_CHUNK=32 now forces too
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
     for c in 16 32; do
