@@ -40,6 +40,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19b # decode with token loads ahead of the pool row: build, GPU tests, bench, ncu at N = 1 (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19c # 32-token K1 without store guards: K1 + K2 (16, 32 one and two consumers) at 8 shapes, fast_math K1 check, ncu (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19d # release of the unguarded and fast_math 32-token K1: round18d's steps (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round19e # the split's passes at 32 tokens against 16, JIT (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19a # session 19: K1 at 32 tokens, source-level stalls; fast_math K1 at 32 tokens (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18d # release of 32-token chunks: build, stage times at 16 and 32, GPU matrix default and forced 32 (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18c # 32-token chunks: K2 with two consumers (one program a head), K1's block inverse (~4 min)
@@ -386,6 +387,15 @@ case "$mode" in
     # decode's host medians swung 8 <-> 12-15 us between passes in round 19b: the quick table pinned to one core
     mkdir -p "$OUT/pinned"; taskset -c 5 timeout 100 python bench/decode.py --quick --out "$OUT/pinned" > "$OUT/pinned/decode_bench.log" 2>&1
     grep -E "^\| (float32|bfloat16)" "$OUT/pinned/decode_bench.log" | cut -d'|' -f2,3,4,11,12 ;;
+  round19e)
+    # session 19: the sequence split at 32-token chunks (the 32-token K1, passes A and C at 32)
+    # against the released 16-token split, both u0k2, through the JIT: correctness against float64
+    # at 32 first, then stage times at the long few-head shapes for G = 4..32 segments
+    export SPLIT_SHAPES="H8 1x65536,H32 1x32768,H8 1x262144"
+    SPLIT_CHUNK=32 timeout 300 python bench/split_round.py 4 8 16 32 > "$OUT/split32.log" 2>&1
+    grep -E "error|Error" "$OUT/split32.log" | head -3; grep -v '^{' "$OUT/split32.log" | tail -14
+    SPLIT_CHECK=0 SPLIT_CHUNK=16 timeout 200 python bench/split_round.py 4 8 16 32 > "$OUT/split16.log" 2>&1
+    grep -E "error|Error" "$OUT/split16.log" | head -3; grep -v '^{' "$OUT/split16.log" | tail -14 ;;
   round19a)
     # prepared in session 18, not run: where the 32-token K1 loses issue efficiency (ncu source
     # counters at H96 1x8192, released 16-token K1 beside it), and the fast_math K1 at 32 tokens

@@ -2,6 +2,7 @@
 (K2Config mode "map"), the scan (kda_kernels/k2_scan.py) and pass C (mode "seg").
 
     python bench/split_round.py [G ...]          # segments a sequence to time (default 4 8 16 32)
+    SPLIT_CHUNK=32 python bench/split_round.py   # the same at 32-token chunks (the 32-token K1)
 
 Correctness first: fresh random inputs (varlen with empty, one-token and tail sequences; fp32 and
 bf16 initial state), o and the final state NaN-poisoned, checked against the float64 recurrence,
@@ -25,6 +26,15 @@ from kda_kernels.configs import K2Config, ScanConfig  # noqa: E402
 from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
 
 compiled = k1_round.compiled
+# Tokens a chunk (SPLIT_CHUNK): 16, the released split, or 32 (K1 at 32 tokens feeding passes A
+# and C at 32, as configured in the registry's unsplit 32-token builds). Both in the released
+# u0k2 form: K1 writes Ab, the passes form U0 = Ab v.
+CH = int(os.environ.get("SPLIT_CHUNK", "16"))
+K1_SPEC = "1,128,5,holes,diag,ds,u0k2,ch32" if CH == 32 else "1,64,12,holes,diag,ds,u0k2"
+
+
+def k2(**kw):
+    return K2Config(varlen=True, u0_in_k2=True, chunk=CH, **kw)
 # ScanConfig.block_rows to measure (SPLIT_SCAN_BR; the released value by default)
 SCAN_BR = int(os.environ.get("SPLIT_SCAN_BR", ScanConfig().block_rows))
 
@@ -34,7 +44,7 @@ def split_calls(d, ws, L, h0=None, final=True):
     (NaN-poisoned)."""
     N = d["cu"].numel() - 1
     T = d["q"].shape[1]
-    G = ((T + 15) // 16 + L - 1) // L
+    G = ((T + CH - 1) // CH + L - 1) // L
     HV = d["v"].shape[2]
     cu = d["cu"]
     maps = torch.full((N, G, HV, 256, 128), float("nan"), device="cuda")
@@ -42,14 +52,14 @@ def split_calls(d, ws, L, h0=None, final=True):
     o = torch.full_like(d["v"], float("nan"))
     hdt = None if h0 is None else {torch.float32: "float32", torch.bfloat16: "bfloat16"}[h0.dtype]
     ht = torch.full((N, HV, 128, 128), float("nan"), device="cuda", dtype=h0.dtype if h0 is not None else torch.float32)
-    ka = compiled(K2Config(varlen=True, mode="map"))
+    ka = compiled(k2(mode="map"))
     ks = compiled(ScanConfig(varlen=True, initial_state=hdt, final_state=final, block_rows=SCAN_BR))
-    kc = compiled(K2Config(varlen=True, mode="seg"))
-    w = list(ws.values())
-    wa = [ws["Wk"], ws["kr"], ws["U0"], ws["gC"]]
+    kc = compiled(k2(mode="seg"))
+    wa = [ws["Wk"], ws["kr"], ws["Ab"], d["v"], ws["gC"]]
+    wc = [ws["Wk"], ws["qd"], ws["kr"], ws["Ab"], d["v"], ws["Mqk"], ws["gC"]]
     go_a = lambda: ka(*wa, cu, maps, L)  # noqa: E731
     go_s = lambda: ks(maps, cu, *([h0] if h0 is not None else []), starts, *([ht] if final else []))  # noqa: E731
-    go_c = lambda: kc(*w, cu, starts, o, L)  # noqa: E731
+    go_c = lambda: kc(*wc, cu, starts, o, L)  # noqa: E731
     return go_a, go_s, go_c, o, ht
 
 
@@ -74,7 +84,7 @@ def correctness():
             ro, rht = kda_recurrent(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"], dt_bias=d["dt_bias"],
                                     lower_bound=-5.0, cu_seqlens=d["cu"], initial_state=h0, output_final_state=True)
             for L in Gs:
-                go1, ws = k1_round.run_k1(k1_round.RELEASED, d)
+                go1, ws = k1_round.run_k1(K1_SPEC, d)
                 go1()
                 go_a, go_s, go_c, o, ht = split_calls(d, ws, L, h0)
                 go_a()
@@ -97,28 +107,28 @@ if os.environ.get("SPLIT_SHAPES"):
 def main():
     from triton.testing import do_bench
     Gs = [int(x) for x in sys.argv[1:]] or [4, 8, 16, 32]
-    k1_round.prewarm([k1_round.k1_config(k1_round.RELEASED, v) for v in (False, True)]
-                     + [K2Config(varlen=True, mode=m) for m in ("map", "seg")]
+    k1_round.prewarm([k1_round.k1_config(K1_SPEC, True)] + [k2(mode=m) for m in ("map", "seg")]
                      + [ScanConfig(varlen=True, initial_state=h, final_state=True, block_rows=SCAN_BR)
                         for h in ("float32", "bfloat16")]
-                     + [K2Config(varlen=True, initial_state="float32", final_state=True)])
+                     + [k2(initial_state="float32", final_state=True)])
     rows = correctness() if os.environ.get("SPLIT_CHECK", "1") == "1" else []
     worst = max((max(r["err_o"], r["err_ht"]) for r in rows), default=float("nan"))
     print(f"correctness: {len(rows)} runs, worst {worst:.2e}", flush=True)
     table = []
     for label, T, H, lens in SHAPES:
         d = k1_round.inputs(1, T, H, lens, seed=7)
-        go1, ws = k1_round.run_k1(k1_round.RELEASED, d)
+        go1, ws = k1_round.run_k1(K1_SPEC, d)
         go1()
         h0 = torch.randn(1, H, 128, 128, device="cuda")
-        kfull = compiled(K2Config(varlen=True, initial_state="float32", final_state=True))
+        kfull = compiled(k2(initial_state="float32", final_state=True))
         o_f = torch.empty_like(d["v"])
         ht_f = torch.empty_like(h0)
-        go_full = lambda: kfull(*ws.values(), d["cu"], h0, o_f, ht_f)  # noqa: E731
+        wf = [ws["Wk"], ws["qd"], ws["kr"], ws["Ab"], d["v"], ws["Mqk"], ws["gC"]]
+        go_full = lambda: kfull(*wf, d["cu"], h0, o_f, ht_f)  # noqa: E731
         row = dict(shape=label, K1=do_bench(go1, warmup=5, rep=50, return_mode="median"),
                    K2=do_bench(go_full, warmup=5, rep=50, return_mode="median"))
         for G in Gs:
-            L = max(1, (T // 16 + G - 1) // G)
+            L = max(1, (T // CH + G - 1) // G)
             go_a, go_s, go_c, o, ht = split_calls(d, ws, L, h0)
             go_a(), go_s(), go_c()
             torch.cuda.synchronize()
@@ -142,7 +152,7 @@ def main():
     for r in table:
         print(f"{r['shape']:14s} {r['G']:4d} {r['K1']:7.3f} {r['K2']:7.3f} {r['A']:7.3f} {r['scan']:7.3f} "
               f"{r['C']:7.3f} {r['split']:7.3f} {r['K1'] + r['split']:7.3f} {r['vs_full']:8.1e}")
-    print(f"correctness: {len(rows)} runs, worst {worst:.2e}")
+    print(f"correctness ({CH}-token chunks): {len(rows)} runs, worst {worst:.2e}")
 
 
 if __name__ == "__main__":
