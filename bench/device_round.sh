@@ -41,6 +41,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19c # 32-token K1 without store guards: K1 + K2 (16, 32 one and two consumers) at 8 shapes, fast_math K1 check, ncu (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19d # release of the unguarded and fast_math 32-token K1: round18d's steps (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19e # the split's passes at 32 tokens against 16, JIT (~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round19f # the split at 32 tokens released: build, split GPU tests, split_api --quick (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19a # session 19: K1 at 32 tokens, source-level stalls; fast_math K1 at 32 tokens (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18d # release of 32-token chunks: build, stage times at 16 and 32, GPU matrix default and forced 32 (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18c # 32-token chunks: K2 with two consumers (one program a head), K1's block inverse (~4 min)
@@ -396,6 +397,17 @@ case "$mode" in
     grep -E "error|Error" "$OUT/split32.log" | head -3; grep -v '^{' "$OUT/split32.log" | tail -14
     SPLIT_CHECK=0 SPLIT_CHUNK=16 timeout 200 python bench/split_round.py 4 8 16 32 > "$OUT/split16.log" 2>&1
     grep -E "error|Error" "$OUT/split16.log" | head -3; grep -v '^{' "$OUT/split16.log" | tail -14 ;;
+  round19f)
+    # session 19: the split's K1, pass A and pass C at 32-token chunks through the generated host
+    # entry: build, the GPU matrix's split tests (fixed, varlen, 1M, forced), then kda_prefill
+    # split against unsplit at the four quick shapes
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 260 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k split \
+      > "$OUT/pytest_split.log" 2>&1
+    echo "split tests: $(grep -E "passed|failed" "$OUT/pytest_split.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
+    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
+    timeout 120 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
+    grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -8 ;;
   round19a)
     # prepared in session 18, not run: where the 32-token K1 loses issue efficiency (ncu source
     # counters at H96 1x8192, released 16-token K1 beside it), and the fast_math K1 at 32 tokens

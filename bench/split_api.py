@@ -37,7 +37,7 @@ SHAPES = [  # label, B, T, H, lens (None: fixed batch)
 
 def main():
     import kda_tile
-    from kda_kernels.configs import split_plan
+    from kda_kernels.configs import SPLIT_CHUNK, split_plan
     from kda_tile import api
     from kda_kernels.reference import kda_chunked, rel_err
     from kda_tile.api import use_split
@@ -50,7 +50,7 @@ def main():
         N = B if cu is None else len(lens)
         h0 = torch.randn(N, H, 128, 128, device="cuda")
         kw = dict(A_log=A_log, dt_bias=dt_bias, initial_state=h0, output_final_state=True, cu_seqlens=cu)
-        L, G = split_plan(N, T * B, H)
+        L, G = split_plan(N, T * B, H, SPLIT_CHUNK)
         row = dict(shape=label, L=L, G=G, auto_split=use_split(q, v, cu))
         outs = {}
         with torch.inference_mode():

@@ -278,8 +278,9 @@ def released_splits():
     """Every released split configuration: (K1, pass A, scan, pass C) with the same varlen; the
     scan reads the initial state and writes the final state."""
     from kda_kernels import registry
+    from kda_kernels.configs import SPLIT_CHUNK
     out = []
-    for k1 in (b for b in registry.RELEASED if b.stage == "k1" and b.config.varlen and b.config.chunk == 16):
+    for k1 in (b for b in registry.RELEASED if b.stage == "k1" and b.config.varlen and b.config.chunk == SPLIT_CHUNK):
         a = registry.find("k2_map", varlen=True)
         c = registry.find("k2_seg", varlen=True)
         for s in (b for b in registry.RELEASED if b.stage == "k2_scan"):

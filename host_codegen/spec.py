@@ -577,4 +577,4 @@ def chain_derived(builds) -> tuple:
     if not any(b.stage == "k2_map" for b in builds):
         return ()
     from kda_kernels.configs import split_plan_exprs
-    return split_plan_exprs()
+    return split_plan_exprs(next(b.config.chunk for b in builds if b.stage == "k2_map"))

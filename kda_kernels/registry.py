@@ -19,7 +19,7 @@ import itertools
 from dataclasses import asdict, dataclass
 from typing import Union
 
-from .configs import DecodeConfig, K1Config, K2Config, ScanConfig
+from .configs import SPLIT_CHUNK, DecodeConfig, K1Config, K2Config, ScanConfig
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
@@ -91,8 +91,9 @@ def _released() -> tuple[Build, ...]:
     # The sequence split: K1, then pass A, the scan (which reads the initial state and writes the
     # final state) and pass C in place of K2. Varlen only: kda_prefill passes a fixed batch to it
     # as B sequences of T tokens.
-    builds.append(Build("k2_map", K2Config(varlen=True, mode="map", u0_in_k2=True)))
-    builds.append(Build("k2_seg", K2Config(varlen=True, mode="seg", u0_in_k2=True)))
+    # chunks of configs.SPLIT_CHUNK tokens
+    builds.append(Build("k2_map", K2Config(varlen=True, mode="map", u0_in_k2=True, chunk=SPLIT_CHUNK)))
+    builds.append(Build("k2_seg", K2Config(varlen=True, mode="seg", u0_in_k2=True, chunk=SPLIT_CHUNK)))
     for h0, out_final in itertools.product((None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2_scan", ScanConfig(varlen=True, initial_state=h0, final_state=out_final)))
     # kda_decode: with a token axis S (1..8 tokens) is a shape variable; without one the token

@@ -15,9 +15,9 @@ _STATE_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
 def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optional[str], output_final_state: bool,
                   split: bool = False, chunk: int = 16):
     """(K1, K2) for chunks of `chunk` tokens, or with `split` (K1, pass A, scan, pass C): the
-    sequence split (16-token chunks), where the scan reads the initial state and writes the final
-    state."""
-    k1 = registry.find("k1", varlen=varlen, fast_math=fast_math, chunk=16 if split else chunk)
+    sequence split (configs.SPLIT_CHUNK-token chunks), where the scan reads the initial state and
+    writes the final state."""
+    k1 = registry.find("k1", varlen=varlen, fast_math=fast_math, chunk=_configs.SPLIT_CHUNK if split else chunk)
     if split:
         return (k1, registry.find("k2_map", varlen=varlen),
                 registry.find("k2_scan", varlen=varlen, initial_state=initial_state_dtype,
@@ -148,7 +148,7 @@ def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=No
     # a fixed batch that would take the split is checked by the unsplit entry (the same rules on
     # the [B, T] shapes; the split sees it as packed sequences)
     split = cu_seqlens is not None and use_split(q, v, cu_seqlens)
-    chunk = 16 if split else chunk_for(q, v, cu_seqlens)
+    chunk = _configs.SPLIT_CHUNK if split else chunk_for(q, v, cu_seqlens)
     builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
     kw = _expect_device(device)
     entry = _gated_entry(*builds)
@@ -215,7 +215,7 @@ def _eager(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, 
                            fast_math, flat[5], final_state_out)
             return (out if out is not None else o.view(v.shape)), ht
         split = False
-    chunk = 16 if split else chunk_for(q, v, cu_seqlens)
+    chunk = _configs.SPLIT_CHUNK if split else chunk_for(q, v, cu_seqlens)
     if out is not None or final_state_out is not None:
         return _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
                              cu_seqlens, fast_math, out, final_state_out, split, chunk)

@@ -14,7 +14,9 @@ def test_released_pairs_share_their_chunk():
     # fixed and varlen x fast_math or not x 6 state modes
     assert sum(a.config.chunk == 32 for a, _ in pairs) == 24
     assert {a.config.fast_math for a, _ in pairs if a.config.chunk == 32} == {False, True}
-    assert all(s[0].config.chunk == 16 for s in hc.released_splits())
+    # the split's K1 and passes share configs.SPLIT_CHUNK
+    assert all(s[0].config.chunk == s[1].config.chunk == s[3].config.chunk == configs.SPLIT_CHUNK
+               for s in hc.released_splits())
 
 
 @pytest.mark.parametrize("varlen", [False, True])

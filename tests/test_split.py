@@ -8,24 +8,34 @@ import torch
 import host_codegen as hc
 from host_codegen import expr as X
 from kda_kernels import registry
-from kda_kernels.configs import SPLIT_MAX_G, SPLIT_MIN_CHUNKS, split_plan, split_plan_exprs, use_split
+from kda_kernels.configs import (CHUNK, SPLIT_CHUNK, SPLIT_MAX_G, SPLIT_MIN_CHUNKS, split_plan, split_plan_exprs,
+                                 use_split)
 
 BF = torch.bfloat16
 
 
+@pytest.mark.parametrize("chunk", [16, 32])
 @pytest.mark.parametrize("N", [1, 2, 3, 16, 4096])
 @pytest.mark.parametrize("HV", [1, 2, 8, 32, 96])
 @pytest.mark.parametrize("T", [1, 15, 16, 4097, 65536, 1 << 20, 8 << 20])
-def test_plan_and_entry_expressions_agree(N, HV, T):
+def test_plan_and_entry_expressions_agree(N, HV, T, chunk):
     if T < N:
         pytest.skip("fewer tokens than sequences")
-    L, G = split_plan(N, T, HV)
+    L, G = split_plan(N, T, HV, chunk)
     env = {"T": T, "HV": HV, "N1": N + 1}
-    for name, e in split_plan_exprs():
+    for name, e in split_plan_exprs(chunk):
         env[name] = X.evaluate(X.simplify(X.from_py(e)), env)
     assert (env["L"], env["G"]) == (L, G)
-    chunks = (T + 15) // 16          # the most chunks one sequence can have
-    assert L >= SPLIT_MIN_CHUNKS and 1 <= G <= SPLIT_MAX_G and G * L >= chunks and (G - 1) * L < chunks
+    chunks = (T + chunk - 1) // chunk          # the most chunks one sequence can have
+    assert L * chunk >= SPLIT_MIN_CHUNKS * CHUNK and 1 <= G <= SPLIT_MAX_G and G * L >= chunks and (G - 1) * L < chunks
+
+
+@pytest.mark.parametrize("N,T,HV", [(1, 65536, 8), (1, 1 << 20, 1), (2, 65536, 8), (1, 262144, 8), (3, 1 << 20, 16)])
+def test_the_32_token_plan_keeps_the_segments_in_tokens(N, T, HV):
+    """SPLIT_CHUNK's plan cuts where the 16-token plan did, to a chunk: the same G, and L tokens
+    within 32 of the 16-token L's."""
+    (L16, G16), (L32, G32) = split_plan(N, T, HV), split_plan(N, T, HV, 32)
+    assert G32 == G16 and abs(L32 * 32 - L16 * 16) <= 32
 
 
 @pytest.mark.parametrize("N,T,HV,want", [
@@ -48,7 +58,7 @@ def test_no_split_below_the_api_threshold():
 
 
 def _split_builds(h0="float32", ht=True):
-    return (registry.find("k1", varlen=True, fast_math=False), registry.find("k2_map", varlen=True),
+    return (registry.find("k1", varlen=True, fast_math=False, chunk=SPLIT_CHUNK), registry.find("k2_map", varlen=True),
             registry.find("k2_scan", initial_state=h0, final_state=ht), registry.find("k2_seg", varlen=True))
 
 
@@ -65,14 +75,15 @@ def _args(lens=(40000, 0, 1, 25000), H=2, seed=0):
 def test_split_entry_validates_and_plans(backend):
     e = hc.get_entry(*_split_builds(), backend=backend)
     spec = e.spec
-    assert [ks.build_name for ks in spec.kernels] == ["k1_prepare_varlen_ds_skipholes_mqkdiag_u0k2",
-                                                      "k2_map_varlen_u0k2", "k2_scan_varlen_h0f32_ht",
-                                                      "k2_seg_varlen_u0k2"]
+    ch = "" if SPLIT_CHUNK == CHUNK else f"_ch{SPLIT_CHUNK}"
+    assert [ks.build_name for ks in spec.kernels] == [f"k1_prepare_varlen_ds_skipholes_mqkdiag_u0k2{ch}",
+                                                      f"k2_map_varlen_u0k2{ch}", "k2_scan_varlen_h0f32_ht",
+                                                      f"k2_seg_varlen_u0k2{ch}"]
     assert {w.name for w in spec.workspace} == {"Wk", "qd", "kr", "Ab", "Mqk", "gC", "maps", "starts"}
     assert [p.name for p in spec.outputs] == ["o", "final_state"]
     a = _args()
     env = e.validate_only(*a, expect_device="cpu")
-    L, G = split_plan(4, 65001, 2)
+    L, G = split_plan(4, 65001, 2, SPLIT_CHUNK)
     assert (env["L"], env["G"]) == (L, G) and env["N1"] == 5 and env["T"] == 65001
     a[0] = a[0].float()
     with pytest.raises(TypeError, match=r"^q: expected dtype bfloat16, got float32"):
@@ -124,7 +135,7 @@ def test_check_inputs_on_split_shapes():
     a = dict(A_log=torch.zeros(H), dt_bias=torch.zeros(H, 128), device="cpu")
     assert api.use_split(q, q, None) and api.use_split(q, q, torch.tensor([0, T]))
     env = api.check_inputs(q, q, q, q, torch.zeros(1, T, H, dtype=BF), cu_seqlens=torch.tensor([0, T]), **a)
-    assert (env["L"], env["G"]) == split_plan(1, T, H)
+    assert (env["L"], env["G"]) == split_plan(1, T, H, SPLIT_CHUNK)
     env = api.check_inputs(q, q, q, q, torch.zeros(1, T, H, dtype=BF), **a)
     assert "G" not in env and env["T"] == T
     with pytest.raises(TypeError, match=r"^beta: expected dtype bfloat16, got float32"):
