@@ -14,8 +14,10 @@ or bench/results).
 import argparse
 import datetime
 import json
+import math
 import os
 import sys
+import time
 from pathlib import Path
 
 os.environ.setdefault("FLA_FLASH_KDA", "0")
@@ -106,13 +108,14 @@ def modes(d, lens):
     with kda_tile's is the library's time, and the report names it."""
     fixed = len(set(lens)) == 1
     fd = _fixed(d, lens) if fixed else None
+    libs = os.environ.get("BENCH_LIBS")  # e.g. "kda_tile,cudnn_fe": the others are not run (say so in the notes)
     out = {
         "kda_tile": [("cu_seqlens", lambda: ours(d))] + ([("batched", lambda: ours(fd, cu=False))] if fixed else []),
         "fla_triton": [("cu_seqlens", lambda: fla(d))] + ([("batched", lambda: fla(fd, cu=False))] if fixed else []),
         "cudnn_fe": [("cu_seqlens int32", lambda: cudnn_fe(d)), ("cu_seqlens int64", lambda: cudnn_fe(d, torch.int64)),
                      ("cu_seqlens int32, batch_invariant", lambda: cudnn_fe(d, batch_invariant=True))],
     }
-    return out
+    return {k: v for k, v in out.items() if k == "kda_tile" or not libs or k in libs.split(",")}
 
 
 def pick(results):
@@ -161,6 +164,7 @@ def host_time_us(fn, n=200):
 
 
 def run_shape(i, H, lens, do_bench, HV=None):
+    t_start = time.perf_counter()
     d = make_inputs(H, lens, seed=100 + i, HV=HV)
     row = {"shape": label(H, lens, HV), "H": H, "HV": HV or H, "lens": lens, "T": sum(lens), "modes": {}}
     with torch.inference_mode():
@@ -168,6 +172,7 @@ def run_shape(i, H, lens, do_bench, HV=None):
     out_bytes = o_ref.numel() * o_ref.element_size() + ht_ref.numel() * ht_ref.element_size()
     for lib, lib_modes in modes(d, lens).items():
         results = []
+        t_lib = time.perf_counter()
         for mode, fn in lib_modes:
             for ctx_name, ctx in (("inference_mode", torch.inference_mode), ("no_grad", torch.no_grad)):
                 r = {"mode": f"{mode}, {ctx_name}", "call": mode, "context": ctx_name}
@@ -183,6 +188,7 @@ def run_shape(i, H, lens, do_bench, HV=None):
                     r["error"] = f"{type(e).__name__}: {str(e)[:300]}"
                 results.append(r)
         row["modes"][lib] = results
+        row[f"{lib}_bench_s"] = round(time.perf_counter() - t_lib, 1)  # first calls (autotuning, plans) included
         best = pick(results)
         row[f"{lib}_ms"] = best["ms"] if best else None
         row[f"{lib}_mode"] = best["mode"] if best else None
@@ -217,6 +223,7 @@ def run_shape(i, H, lens, do_bench, HV=None):
     for peer in ("fla_triton", "cudnn_fe"):
         if row.get(f"{peer}_ms") and row.get("kda_tile_ms"):
             row[f"speedup_vs_{peer}"] = row[f"{peer}_ms"] / row["kda_tile_ms"]
+    row["elapsed_s"] = round(time.perf_counter() - t_start, 1)
     del d
     torch.cuda.empty_cache()
     return row
@@ -228,7 +235,26 @@ def main():
     ap.add_argument("--quick", action="store_true", help="first three shapes only")
     ap.add_argument("--only", default=None, help="only the shapes whose label contains one of these texts "
                                                  "(comma-separated)")
+    ap.add_argument("--from-rows", nargs="+", default=None, metavar="JSONL",
+                    help="no GPU work: write the report from peers-rows.jsonl files of earlier runs (later files "
+                         "replace earlier rows of the same shape), in SHAPES' order")
     args = ap.parse_args()
+    if args.from_rows:
+        rows = {}
+        for f in args.from_rows:
+            for line in Path(f).read_text().splitlines():
+                if line.strip():
+                    r = json.loads(line)
+                    rows[r["shape"]] = r
+        order = {label(*s): i for i, s in enumerate(SHAPES)}
+        rows = sorted(rows.values(), key=lambda r: order.get(r["shape"], len(order)))
+        meta = {"date": os.environ.get("BENCH_DATE") or datetime.date.today().isoformat(), "device": "NVIDIA H200",
+                "timing": "triton.testing.do_bench median, warmup 25 ms, rep 200 ms; fp32 h0 and ht",
+                "note": "Assembled from " + ", ".join(Path(f).parent.name + "/" + Path(f).name for f in args.from_rows)
+                        + (". " + os.environ["BENCH_NOTE"] if os.environ.get("BENCH_NOTE") else "")}
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        print(write_report(rows, meta, Path(args.out)))
+        return
     from triton.testing import do_bench
 
     out = Path(args.out)
@@ -263,6 +289,26 @@ def main():
     print(write_report(rows, meta, out))
 
 
+def summary(rows, first_faster=7, first_geomean=6):
+    """Issue 13's criteria: kda_tile / best peer for each row, whether kda_tile is faster than the
+    best peer on each of SHAPES' first `first_faster` shapes, and the geomean of that ratio over the
+    first `first_geomean` (None while any of those shapes lacks a row or a time)."""
+    def ratio(r):
+        peers = [r.get(f"{p}_ms") for p in ("fla_triton", "cudnn_fe") if r.get(f"{p}_ms")]
+        return r["kda_tile_ms"] / min(peers) if r.get("kda_tile_ms") and peers else None
+    by_label = {r["shape"]: ratio(r) for r in rows}
+
+    def head(n):
+        xs = [by_label.get(label(*s)) for s in SHAPES[:n]]
+        return None if None in xs else xs
+    fast, geo = head(first_faster), head(first_geomean)
+    return {
+        "ratio_to_best_peer": by_label,
+        f"faster_on_first_{first_faster}": None if fast is None else all(x < 1 for x in fast),
+        f"geomean_first_{first_geomean}": None if geo is None else math.exp(sum(map(math.log, geo)) / len(geo)),
+    }
+
+
 def write_report(rows, meta, out: Path) -> str:
     """Writes <date>-h200.json, .md and .png under `out`; returns the markdown."""
     date = meta["date"]
@@ -285,6 +331,13 @@ def write_report(rows, meta, out: Path) -> str:
                      f"{f(r.get('cudnn_fe_ms'))} | {f(r.get('speedup_vs_cudnn_fe'))} | "
                      f"{f'{max(errs):.2e}' if errs else '-'} | "
                      f"{' / '.join(f(r.get(f'{p}_extra_MB')) for p in ('kda_tile', 'fla_triton', 'cudnn_fe'))} |")
+    sm = summary(rows)
+    lines += ["", "kda_tile / best peer: " + ", ".join(
+        f"{k} {'-' if x is None else f'{x:.2f}'}" for k, x in sm["ratio_to_best_peer"].items())]
+    g6, f7 = sm["geomean_first_6"], sm["faster_on_first_7"]
+    lines += [f"geomean of that ratio over the first six shapes: {'- (a shape is missing)' if g6 is None else f'{g6:.3f}'}"
+              f" (issue 13: <= 0.55); faster than the best peer on each of the first seven: "
+              f"{'- (a shape is missing)' if f7 is None else f7}"]
     if any(r.get("kda_tile_split") for r in rows):
         lines += ["", "K2 (split): the call took the sequence split (pass A, scan, pass C in place of K2); the "
                   "column is the call's time less K1's."]

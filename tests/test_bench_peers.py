@@ -41,3 +41,32 @@ def test_every_library_offers_modes_for_equal_and_ragged_lengths():
     assert set(ragged) == set(equal) == {"kda_tile", "fla_triton", "cudnn_fe"}
     assert len(equal["fla_triton"]) == len(ragged["fla_triton"]) + 1  # the plain batch only on equal lengths
     assert len(equal["kda_tile"]) == len(ragged["kda_tile"]) + 1
+
+
+def test_summary_takes_issue_13s_shapes_by_label():
+    rows = [{"shape": BP.label(*s), "kda_tile_ms": 1.0, "fla_triton_ms": 2.0, "cudnn_fe_ms": 4.0}
+            for s in BP.SHAPES]
+    sm = BP.summary(rows)
+    assert sm["faster_on_first_7"] is True and abs(sm["geomean_first_6"] - 0.5) < 1e-12
+    rows[2]["cudnn_fe_ms"] = 0.9                      # a peer wins one of the first seven
+    sm = BP.summary(rows)
+    assert sm["faster_on_first_7"] is False and sm["ratio_to_best_peer"][rows[2]["shape"]] > 1
+    assert BP.summary(rows[1:])["geomean_first_6"] is None   # a missing shape gives no verdict
+    rows[3]["fla_triton_ms"] = rows[3]["cudnn_fe_ms"] = None  # no peer time: no ratio
+    assert BP.summary(rows)["faster_on_first_7"] is None
+
+
+def test_report_from_rows_of_two_runs(tmp_path, monkeypatch):
+    import json
+    first = tmp_path / "a.jsonl"
+    second = tmp_path / "b.jsonl"
+    rows = [{"shape": BP.label(*s), "kda_tile_ms": 1.0, "fla_triton_ms": 3.0, "cudnn_fe_ms": 2.0} for s in BP.SHAPES]
+    first.write_text("\n".join(json.dumps(r) for r in rows[3:7]) + "\n")
+    second.write_text("\n".join(json.dumps(r) for r in rows[:4]) + "\n")   # shape 4 again: this row wins
+    monkeypatch.setattr(sys, "argv", ["bench_peers.py", "--out", str(tmp_path / "rep"), "--from-rows", str(first),
+                                      str(second)])
+    BP.main()
+    md = next((tmp_path / "rep").glob("*-h200.md")).read_text()
+    assert "geomean of that ratio over the first six shapes: 0.500" in md
+    table = [line for line in md.splitlines() if line.startswith("| H")]
+    assert [line.split(" | ")[0][2:] for line in table] == [BP.label(*s) for s in BP.SHAPES[:7]]
