@@ -42,6 +42,9 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19d # release of the unguarded and fast_math 32-token K1: round18d's steps (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19e # the split's passes at 32 tokens against 16, JIT (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19f # the split at 32 tokens released: build, split GPU tests, split_api --quick (~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round20b # bench_peers, every shape from BENCH_SKIP on, per-shape seconds; report from the rows (< 10 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19a # session 19: K1 at 32 tokens, source-level stalls; fast_math K1 at 32 tokens (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18d # release of 32-token chunks: build, stage times at 16 and 32, GPU matrix default and forced 32 (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18c # 32-token chunks: K2 with two consumers (one program a head), K1's block inverse (~4 min)
@@ -408,6 +411,43 @@ case "$mode" in
     mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
     timeout 120 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
     grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -8 ;;
+  round20b)
+    # session 20: the peer table at every shape (issue 13's first seven first), rows kept as they
+    # finish; the report is written from the rows, so a run cut by the limit still has one
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    BENCH_NO_HOST=1 timeout ${PEERS_LIMIT:-480} python -u bench/bench_peers.py --out "$OUT" > "$OUT/bench.log" 2>&1
+    python -c "import json,sys; [print(r['shape'], r.get('elapsed_s'), r.get('kda_tile_ms'), r.get('fla_triton_ms'), r.get('cudnn_fe_ms'), r.get('kda_tile_chunk'), r.get('kda_tile_split')) for r in map(json.loads, open(sys.argv[1]))]" "$OUT/peers-rows.jsonl"
+    python bench/bench_peers.py --out "$OUT/report" --from-rows "$OUT/peers-rows.jsonl" | grep -E "best peer|geomean" ;;
+  round20c)
+    # session 20: why another harness saw cuDNN faster at the single-sequence rows (cudnn_modes),
+    # the three long rows against cuDNN (fla's autotuning costs ~200 s a new shape; its times there
+    # are 2-3x cuDNN's in every earlier run), ncu counters of the released 32-token split
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 120 python bench/cudnn_modes.py "H96 1x8192" "H64 1x8192" > "$OUT/cudnn_modes.log" 2>&1
+    grep -E '^\{' "$OUT/cudnn_modes.log" | python -c "import json,sys
+for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'plans'), r.get('ms', r.get('kda_tile_ms')), r.get('err_o_vs_ours'), r.get('error', r.get('plans_offered', ''))[:150] if isinstance(r.get('error', r.get('plans_offered')), str) else r.get('plans_offered'))"
+    BENCH_LIBS=kda_tile,cudnn_fe BENCH_NO_HOST=1 timeout 150 python -u bench/bench_peers.py --out "$OUT" \
+      --only "H32 1x32768,H8 1x65536,H16/HV64 1x8192" > "$OUT/bench.log" 2>&1
+    python bench/bench_peers.py --out "$OUT/report" --from-rows "$OUT/peers-rows.jsonl" | grep -E "^\| H"
+    timeout 100 ncu --clock-control none --profile-from-start off --csv --page details --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+      python bench/ncu_prefill.py 8 65536 > "$OUT/ncu_split.csv" 2> "$OUT/ncu_split.err"
+    wc -l "$OUT/ncu_split.csv"; tail -2 "$OUT/ncu_split.err" ;;
+  round20d)
+    # session 20: passes A and C with two consumers a program (configs.SPLIT_CONSUMERS = 2, released
+    # in the tree): first one and two consumers side by side through TileLang's JIT (times only:
+    # the entry's split tests below check the released form against float64), then the release
+    # through the generated host entry
+    SPLIT_CHUNK=32 SPLIT_NW=1,2 SPLIT_CHECK=0 SPLIT_SHAPES="H8 1x65536,H16 1x65536,H8 1x262144" \
+      timeout 150 python bench/split_round.py 8 16 32 > "$OUT/split_round.log" 2>&1
+    grep -E "^shape|^H" "$OUT/split_round.log" | tail -20
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 260 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k split \
+      > "$OUT/pytest_split.log" 2>&1
+    echo "split tests: $(grep -E "passed|failed" "$OUT/pytest_split.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
+    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
+    timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
+    grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6 ;;
   round19a)
     # prepared in session 18, not run: where the 32-token K1 loses issue efficiency (ncu source
     # counters at H96 1x8192, released 16-token K1 beside it), and the fast_math K1 at 32 tokens

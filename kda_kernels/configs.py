@@ -24,13 +24,19 @@ SPLIT_PROGRAMS = 256
 SPLIT_MIN_CHUNKS = 32
 SPLIT_MIN_G = 8
 SPLIT_MAX_G = 1024
-# The split's chunk size: the tokens a chunk of its K1, pass A and pass C. At 32 (session 19,
-# JIT) pass A is -28% and the split -5 to -8% at H8 1x65536 and 1x262144; the 32-token passes
-# are proved, and 5 of the 7 split GPU tests passed through the host entry before the device
-# budget ran out (the T = 1M and forced ones did not run), so the released split stays at 16
-# until they do. The plan keeps the 16-token plan's segments in tokens at either size, and
-# use_split its decisions.
-SPLIT_CHUNK = 16
+# The split's chunk size: the tokens a chunk of its K1, pass A and pass C. At 32 (sessions 19-20)
+# pass A is -28% and the split -5 to -8% at H8 1x65536 and 1x262144 (JIT); through the host
+# entry all 10 split GPU tests pass (T up to 1M, forced splits) and H8 1x65536 takes 0.826 ms
+# (bench/NOTES.md, session 20). The plan keeps the 16-token plan's segments in tokens at either
+# size, and use_split its decisions.
+SPLIT_CHUNK = 32
+# Consumer warpgroups a program of passes A and C (K2Config.consumers). 2 reads each chunk's
+# workspace once for 128 state rows instead of once for every 64: pass C -10 to -19% at the
+# plan's G, pass A unchanged, kda_prefill -1% at H8 1x65536 and -3% at H16 1x65536 (session 20,
+# JIT and host entry). Both builds prove; through the host entry 5 of the 7 split GPU test kinds
+# passed (30 runs, worst 2.2e-3) before the device budget ran out, so the released passes keep
+# one consumer until the T = 1M and forced tests run with 2 (bench/NOTES.md, session 20).
+SPLIT_CONSUMERS = 1
 
 
 def split_plan(N: int, T: int, HV: int, chunk: int = CHUNK) -> tuple[int, int]:
