@@ -250,6 +250,30 @@ class Ctx:
                         yield t, f, rest[0] if len(rest) == 1 else z3.Product(*rest)
             stack.extend(t.children())
 
+    def satisfied_by(self, model, formulas) -> bool:
+        """Whether `model` (found for another query) satisfies `formulas` and the facts about
+        loaded values that solve() would add to them: it is then a model of that query as it
+        stands. False where any of them does not evaluate to true (the caller then asks Z3)."""
+        if model is None:
+            return False
+        formulas = list(formulas)
+        try:
+            return all(z3.is_true(model.eval(f, model_completion=True))
+                       for f in formulas + self.axioms(formulas))
+        except z3.Z3Exception:
+            return False
+
+    def solve_near(self, model, formulas, rlimit=2_000_000):
+        """solve(formulas) with the shape variables pinned to their values in `model` (found for
+        a relaxed form of the same question): products of a shape variable and an index are then
+        linear. A model it finds is a model of `formulas`; anything else says nothing, and the
+        caller asks the unpinned question."""
+        if model is None:
+            return ("unknown", "no model to start from")
+        pins = [t == model.eval(t, model_completion=True) for t in self.k.shape.values()]
+        q = list(formulas) + pins
+        return self.solve(q + self.product_lemmas(q), rlimit=rlimit)
+
     def product_lemmas(self, formulas):
         """For each product v*g with v a bounded index (lo <= v < hi): lo*g <= v*g <= (hi-1)*g
         when g >= 0. True facts that let the solver bound `b*H*T` by `(B-1)*H*T` linearly."""
