@@ -334,10 +334,11 @@ def write_report(rows, meta, out: Path) -> str:
     sm = summary(rows)
     lines += ["", "kda_tile / best peer: " + ", ".join(
         f"{k} {'-' if x is None else f'{x:.2f}'}" for k, x in sm["ratio_to_best_peer"].items())]
+    missing = "- (a shape is missing)"
     g6, f7 = sm["geomean_first_6"], sm["faster_on_first_7"]
-    lines += [f"geomean of that ratio over the first six shapes: {'- (a shape is missing)' if g6 is None else f'{g6:.3f}'}"
+    lines += [f"geomean of that ratio over the first six shapes: {missing if g6 is None else f'{g6:.3f}'}"
               f" (issue 13: <= 0.55); faster than the best peer on each of the first seven: "
-              f"{'- (a shape is missing)' if f7 is None else f7}"]
+              f"{missing if f7 is None else f7}"]
     if any(r.get("kda_tile_split") for r in rows):
         lines += ["", "K2 (split): the call took the sequence split (pass A, scan, pass C in place of K2); the "
                   "column is the call's time less K1's."]

@@ -45,6 +45,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20b # bench_peers, every shape from BENCH_SKIP on, per-shape seconds; report from the rows (< 10 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round21a # prepared in session 20: two-consumer passes and the prefetching scan against float64 and timed (JIT, ~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round21b # prepared in session 20: the split release check with every split GPU test (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19a # session 19: K1 at 32 tokens, source-level stalls; fast_math K1 at 32 tokens (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18d # release of 32-token chunks: build, stage times at 16 and 32, GPU matrix default and forced 32 (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18c # 32-token chunks: K2 with two consumers (one program a head), K1's block inverse (~4 min)
@@ -447,6 +449,24 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     echo "split tests: $(grep -E "passed|failed" "$OUT/pytest_split.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
     mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
     timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
+    grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6 ;;
+  round21a)
+    # prepared in session 20, not run: passes A and C with one and two consumers, and the scan with
+    # and without prefetch (ScanConfig.prefetch), each checked against float64 (six varlen cases,
+    # fp32 and bf16 state) and timed at the plan's G and beside it (TileLang's JIT)
+    SPLIT_CHUNK=32 SPLIT_NW=1,2 SPLIT_SCAN_PF=0,1 SPLIT_SHAPES="H8 1x65536,H16 1x65536,H8 1x262144" \
+      timeout 420 python bench/split_round.py 8 16 32 > "$OUT/split_round.log" 2>&1
+    grep -E "^correctness|^shape|^H" "$OUT/split_round.log" | tail -40 ;;
+  round21b)
+    # prepared in session 20: the split's release check through the host entry with time for every
+    # split GPU test (round 20d's 260 s ran 5 of 7 kinds); run after changing SPLIT_CONSUMERS or the
+    # registry's scan and `python -m verify`
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k split \
+      > "$OUT/pytest_split.log" 2>&1
+    echo "split tests: $(grep -E "passed|failed" "$OUT/pytest_split.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
+    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
+    timeout 60 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
     grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6 ;;
   round19a)
     # prepared in session 18, not run: where the 32-token K1 loses issue efficiency (ncu source

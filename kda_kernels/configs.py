@@ -325,10 +325,15 @@ class ScanConfig(StateIO):
     block_rows: int = 8     # state rows a program carries through the G segments
     threads: int = 128      # one state column a thread
     bank_conflict_budget: int = 8
+    # The next segment's column of M and rows of B loaded into registers while this segment's
+    # products run, so that the chain from one segment to the next waits on no global load
+    # (released: 144 loads a thread at the head of every segment, ~3.8 us a segment; session 20).
+    prefetch: bool = False
 
     @property
     def name(self) -> str:
-        return "k2_scan_" + ("varlen" if self.varlen else "fixed") + f"_{self.state_tag}"
+        return ("k2_scan_" + ("varlen" if self.varlen else "fixed") + ("_pf" if self.prefetch else "")
+                + f"_{self.state_tag}")
 
     def pass_configs(self) -> dict:
         return {}

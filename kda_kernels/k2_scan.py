@@ -9,7 +9,8 @@ S_end = S_start M + B for the state St = S^T [V, K]. With S_0 = h0 (or zero):
 One program carries `block_rows` rows of S through the G segments; thread e owns column e and
 reads column e of M_g (coalesced across the threads, each M_g element read once a program);
 S_g's rows are broadcast reads of shared memory, and every product is an fp32 fma, so the
-composition adds no rounding beyond fp32's (issue 9: the error at T = 1M).
+composition adds no rounding beyond fp32's (issue 9: the error at T = 1M). With `prefetch`,
+M_g's column and B_g's rows were loaded into registers during segment g - 1.
 """
 import tilelang.language as T
 
@@ -41,17 +42,41 @@ def build_scan(cfg: ScanConfig):
                     S_s[j, e] = T.Cast(f32, h0[n, hv, r0 + j, e])
                 else:
                     S_s[j, e] = T.float32(0)
-            for g in T.serial(G):
-                for j in T.unroll(BR):
-                    starts[n, g, hv, r0 + j, e] = S_s[j, e]
-                    acc[j] = maps[n, g, hv, r0 + j, e]
+            if cfg.prefetch:
+                mc = T.alloc_local((K,), f32)
+                bc = T.alloc_local((BR,), f32)
                 for d in T.unroll(K):
-                    m = maps[n, g, hv, V + d, e]
-                    for j in T.unroll(BR):
-                        acc[j] = acc[j] + S_s[j, d] * m
-                T.sync_threads()
+                    mc[d] = maps[n, 0, hv, V + d, e]
                 for j in T.unroll(BR):
-                    S_s[j, e] = acc[j]
+                    bc[j] = maps[n, 0, hv, r0 + j, e]
+                for g in T.serial(G):
+                    # segment g + 1's loads (the last segment's again at the end) go out before
+                    # segment g's products use this segment's
+                    gn = T.min(g + 1, G - 1)
+                    for j in T.unroll(BR):
+                        starts[n, g, hv, r0 + j, e] = S_s[j, e]
+                        acc[j] = bc[j]
+                        bc[j] = maps[n, gn, hv, r0 + j, e]
+                    for d in T.unroll(K):
+                        m = mc[d]
+                        mc[d] = maps[n, gn, hv, V + d, e]
+                        for j in T.unroll(BR):
+                            acc[j] = acc[j] + S_s[j, d] * m
+                    T.sync_threads()
+                    for j in T.unroll(BR):
+                        S_s[j, e] = acc[j]
+            else:
+                for g in T.serial(G):
+                    for j in T.unroll(BR):
+                        starts[n, g, hv, r0 + j, e] = S_s[j, e]
+                        acc[j] = maps[n, g, hv, r0 + j, e]
+                    for d in T.unroll(K):
+                        m = maps[n, g, hv, V + d, e]
+                        for j in T.unroll(BR):
+                            acc[j] = acc[j] + S_s[j, d] * m
+                    T.sync_threads()
+                    for j in T.unroll(BR):
+                        S_s[j, e] = acc[j]
             if cfg.final_state:
                 for j in T.unroll(BR):
                     ht[n, hv, r0 + j, e] = T.Cast(ht_dtype, S_s[j, e])

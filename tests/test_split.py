@@ -141,3 +141,26 @@ def test_check_inputs_on_split_shapes():
     assert "G" not in env and env["T"] == T
     with pytest.raises(TypeError, match=r"^beta: expected dtype bfloat16, got float32"):
         api.check_inputs(q, q, q, q, torch.zeros(1, T, H), cu_seqlens=torch.tensor([0, T]), **a)
+
+
+def test_prefetching_scan_proves_and_keeps_its_loads_off_the_chain(tmp_path):
+    """ScanConfig.prefetch (session 20, not released until timed on the H200): verify proves it,
+    and inside the segment loop every global load is of segment min(g + 1, G - 1)."""
+    from verify.jobs import module_jobs, run_parallel, _work
+    from verify.report import PROVED
+    mod = tmp_path / "scan_pf.py"
+    mod.write_text(
+        "from kda_kernels.configs import ScanConfig\n"
+        "from kda_kernels.k2_scan import build_scan\n"
+        "CFG = ScanConfig(varlen=True, initial_state='bfloat16', final_state=True, prefetch=True)\n"
+        "KERNELS = {'scan_pf': lambda: build_scan(CFG)}\n"
+        "PRECONDITIONS = {'scan_pf': CFG.preconditions()}\n"
+        "BANK_BUDGET = {'scan_pf': CFG.bank_conflict_budget}\n")
+    (r,) = run_parallel(_work, [("module", str(mod), j.name) for j in module_jobs(str(mod))], 1)
+    assert r.status == PROVED, [(c.name, c.status) for c in r.checks]
+    from kda_kernels.configs import ScanConfig
+    from kda_kernels.k2_scan import build_scan
+    body = str(build_scan(ScanConfig(varlen=True, prefetch=True)).script())
+    loop = body[body.index("for g in"):]
+    assert "gn: T.int32 = T.min(g + 1, G - 1)" in loop
+    assert loop.count("maps[") == loop.count("maps[bx, gn,") == 2
