@@ -104,6 +104,18 @@ release_check_split() {
     tests/test_split.py -k "split" > "$OUT/pytest_split.log" 2>&1
   tail -c 300 "$OUT/pytest_split.log"
 }
+# The split through the generated host entry: build, the GPU matrix's split tests (limit $1 s; the
+# JSON kept as gpu_matrix_split.json), then kda_prefill split against unsplit (split_api --quick)
+split_check() {
+  timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+  timeout "$1" python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k split \
+    > "$OUT/pytest_split.log" 2>&1
+  echo "split tests: $(grep -E "passed|failed" "$OUT/pytest_split.log" | tail -1)"
+  grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
+  mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
+  timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
+  grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6
+}
 # kda_decode through the generated host entry: build, the decode GPU tests, bench/decode.py
 decode_check() {
   timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tee "$OUT/build.log" | tail -3
@@ -406,13 +418,7 @@ case "$mode" in
     # session 19: the split's K1, pass A and pass C at 32-token chunks through the generated host
     # entry: build, the GPU matrix's split tests (fixed, varlen, 1M, forced), then kda_prefill
     # split against unsplit at the four quick shapes
-    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-    timeout 260 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k split \
-      > "$OUT/pytest_split.log" 2>&1
-    echo "split tests: $(grep -E "passed|failed" "$OUT/pytest_split.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
-    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
-    timeout 120 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
-    grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -8 ;;
+    split_check 260 ;;
   round20b)
     # session 20: the peer table at every shape (issue 13's first seven first), rows kept as they
     # finish; the report is written from the rows, so a run cut by the limit still has one
@@ -443,13 +449,7 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     SPLIT_CHUNK=32 SPLIT_NW=1,2 SPLIT_CHECK=0 SPLIT_SHAPES="H8 1x65536,H16 1x65536,H8 1x262144" \
       timeout 150 python bench/split_round.py 8 16 32 > "$OUT/split_round.log" 2>&1
     grep -E "^shape|^H" "$OUT/split_round.log" | tail -20
-    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-    timeout 260 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k split \
-      > "$OUT/pytest_split.log" 2>&1
-    echo "split tests: $(grep -E "passed|failed" "$OUT/pytest_split.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
-    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
-    timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
-    grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6 ;;
+    split_check 260 ;;
   round21a)
     # prepared in session 20, not run: passes A and C with one and two consumers, and the scan with
     # and without prefetch (ScanConfig.prefetch), each checked against float64 (six varlen cases,
@@ -461,13 +461,7 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     # prepared in session 20: the split's release check through the host entry with time for every
     # split GPU test (round 20d's 260 s ran 5 of 7 kinds); run after changing SPLIT_CONSUMERS or the
     # registry's scan and `python -m verify`
-    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-    timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k split \
-      > "$OUT/pytest_split.log" 2>&1
-    echo "split tests: $(grep -E "passed|failed" "$OUT/pytest_split.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
-    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
-    timeout 60 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
-    grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6 ;;
+    split_check 400 ;;
   round19a)
     # prepared in session 18, not run: where the 32-token K1 loses issue efficiency (ncu source
     # counters at H96 1x8192, released 16-token K1 beside it), and the fast_math K1 at 32 tokens
