@@ -92,13 +92,16 @@ def fla(d, cu=True):
                      cu_seqlens=d["cu"] if cu else None)
 
 
-def cudnn_fe(d, cu_dtype=torch.int32, batch_invariant=False):
+def cudnn_fe(d, cu_dtype=torch.int32, **kw):
+    """cuDNN's KDA on d (THD tensors, cu_seqlens in cu_dtype); kw overrides or adds keyword
+    arguments of kimi_delta_attention (batch_invariant, plan_name, ...)."""
     import cudnn.linear_attention as cla
-    o, ht = cla.kimi_delta_attention(
-        d["q"][0], d["k"][0], d["v"][0], d["g"][0], d["beta"][0], d["cu"].to(cu_dtype), scale=128 ** -0.5,
-        initial_state=d["h0"], output_final_state=True, use_qk_l2norm_in_kernel=True,
-        use_beta_sigmoid_in_kernel=True, safe_gate=True, gate_lower_bound=LOWER_BOUND,
-        a_log=d["A_log"], dt_bias=d["dt_bias"], batch_invariant=batch_invariant)
+    args = dict(scale=128 ** -0.5, initial_state=d["h0"], output_final_state=True, use_qk_l2norm_in_kernel=True,
+                use_beta_sigmoid_in_kernel=True, safe_gate=True, gate_lower_bound=LOWER_BOUND, a_log=d["A_log"],
+                dt_bias=d["dt_bias"])
+    args.update(kw)
+    o, ht = cla.kimi_delta_attention(d["q"][0], d["k"][0], d["v"][0], d["g"][0], d["beta"][0], d["cu"].to(cu_dtype),
+                                     **args)[:2]
     return o.unsqueeze(0) if o.dim() == 3 else o, ht
 
 

@@ -22,19 +22,10 @@ import torch  # noqa: E402
 import bench_peers as BP  # noqa: E402
 
 
-def call(d, **kw):
-    import cudnn.linear_attention as cla
-    args = dict(scale=128 ** -0.5, initial_state=d["h0"], output_final_state=True, use_qk_l2norm_in_kernel=True,
-                use_beta_sigmoid_in_kernel=True, safe_gate=True, gate_lower_bound=BP.LOWER_BOUND, a_log=d["A_log"],
-                dt_bias=d["dt_bias"])
-    args.update(kw)
-    return cla.kimi_delta_attention(d["q"][0], d["k"][0], d["v"][0], d["g"][0], d["beta"][0], d["cu32"], **args)
-
-
 def offered_plans(d):
     import cudnn
     try:
-        call(d, plan_name="no-such-plan")
+        BP.cudnn_fe(d, plan_name="no-such-plan")
     except cudnn.cudnnGraphNotSupportedError as e:
         text = str(e)
         return [n.strip(" '\"") for n in text[text.index("offered: [") + 10:text.rindex("]")].split(",") if n.strip()]
@@ -52,14 +43,15 @@ def run(H, lens, HV=None):
         for key in ("q", "k"):
             x = d[key].float()
             unit[key] = (x / x.norm(dim=-1, keepdim=True)).to(torch.bfloat16)
-        variants = {"bench_peers call": lambda: call(d),
-                    "q, k unit-norm": lambda: call(unit),
-                    "no state in or out": lambda: call(d, initial_state=None, output_final_state=False),
-                    "overwrite_initial_state": lambda: call(dict(d, h0=d["h0"].clone()), overwrite_initial_state=True)}
+        variants = {"bench_peers call": lambda: BP.cudnn_fe(d),
+                    "q, k unit-norm": lambda: BP.cudnn_fe(unit),
+                    "no state in or out": lambda: BP.cudnn_fe(d, initial_state=None, output_final_state=False),
+                    "overwrite_initial_state": lambda: BP.cudnn_fe(dict(d, h0=d["h0"].clone()),
+                                                                   overwrite_initial_state=True)}
         plans = offered_plans(d)
         for p in plans:
             if not p.startswith("?"):
-                variants[f"plan {p}"] = lambda p=p: call(d, plan_name=p)
+                variants[f"plan {p}"] = lambda p=p: BP.cudnn_fe(d, plan_name=p)
         rows = []
         for name, fn in variants.items():
             r = {"shape": BP.label(H, lens, HV), "variant": name}

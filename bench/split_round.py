@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 import k1_round  # noqa: E402  (inputs, the released K1 through the JIT)
-from kda_kernels.configs import K2Config, ScanConfig  # noqa: E402
+from kda_kernels.configs import K2Config, ScanConfig, split_pass  # noqa: E402
 from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
 
 compiled = k1_round.compiled
@@ -41,7 +41,7 @@ NWS = [int(x) for x in os.environ.get("SPLIT_NW", "1").split(",")]
 
 def k2(nw=1, **kw):
     if kw.get("mode") in ("map", "seg"):
-        kw.update(consumers=nw, min_blocks=1 if nw == 2 else 2)
+        return split_pass(kw["mode"], nw, CH)
     return K2Config(varlen=True, u0_in_k2=True, chunk=CH, **kw)
 # ScanConfig.block_rows to measure (SPLIT_SCAN_BR; the released value by default)
 SCAN_BR = int(os.environ.get("SPLIT_SCAN_BR", ScanConfig().block_rows))

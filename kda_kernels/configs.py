@@ -313,6 +313,15 @@ class K2Config(StateIO):
         return pre
 
 
+def split_pass(mode: str, consumers: int = None, chunk: int = None) -> "K2Config":
+    """The split's pass A (mode "map") or pass C ("seg"): varlen, U0 formed in the pass, chunks of
+    SPLIT_CHUNK tokens and SPLIT_CONSUMERS consumer warpgroups unless given; two consumers a
+    program need the launch's registers of one program an SM."""
+    consumers = SPLIT_CONSUMERS if consumers is None else consumers
+    return K2Config(varlen=True, mode=mode, u0_in_k2=True, chunk=SPLIT_CHUNK if chunk is None else chunk,
+                    consumers=consumers, min_blocks=1 if consumers == 2 else 2)
+
+
 @dataclass(frozen=True)
 class ScanConfig(StateIO):
     """The split's scan (kda_kernels/k2_scan.py): composes pass A's per-segment maps in fp32 into

@@ -49,34 +49,29 @@ def build_scan(cfg: ScanConfig):
                     mc[d] = maps[n, 0, hv, V + d, e]
                 for j in T.unroll(BR):
                     bc[j] = maps[n, 0, hv, r0 + j, e]
-                for g in T.serial(G):
+            for g in T.serial(G):
+                if cfg.prefetch:
                     # segment g + 1's loads (the last segment's again at the end) go out before
                     # segment g's products use this segment's
                     gn = T.min(g + 1, G - 1)
-                    for j in T.unroll(BR):
-                        starts[n, g, hv, r0 + j, e] = S_s[j, e]
+                for j in T.unroll(BR):
+                    starts[n, g, hv, r0 + j, e] = S_s[j, e]
+                    if cfg.prefetch:
                         acc[j] = bc[j]
                         bc[j] = maps[n, gn, hv, r0 + j, e]
-                    for d in T.unroll(K):
+                    else:
+                        acc[j] = maps[n, g, hv, r0 + j, e]
+                for d in T.unroll(K):
+                    if cfg.prefetch:
                         m = mc[d]
                         mc[d] = maps[n, gn, hv, V + d, e]
-                        for j in T.unroll(BR):
-                            acc[j] = acc[j] + S_s[j, d] * m
-                    T.sync_threads()
-                    for j in T.unroll(BR):
-                        S_s[j, e] = acc[j]
-            else:
-                for g in T.serial(G):
-                    for j in T.unroll(BR):
-                        starts[n, g, hv, r0 + j, e] = S_s[j, e]
-                        acc[j] = maps[n, g, hv, r0 + j, e]
-                    for d in T.unroll(K):
+                    else:
                         m = maps[n, g, hv, V + d, e]
-                        for j in T.unroll(BR):
-                            acc[j] = acc[j] + S_s[j, d] * m
-                    T.sync_threads()
                     for j in T.unroll(BR):
-                        S_s[j, e] = acc[j]
+                        acc[j] = acc[j] + S_s[j, d] * m
+                T.sync_threads()
+                for j in T.unroll(BR):
+                    S_s[j, e] = acc[j]
             if cfg.final_state:
                 for j in T.unroll(BR):
                     ht[n, hv, r0 + j, e] = T.Cast(ht_dtype, S_s[j, e])

@@ -19,7 +19,7 @@ import itertools
 from dataclasses import asdict, dataclass
 from typing import Union
 
-from .configs import SPLIT_CHUNK, SPLIT_CONSUMERS, DecodeConfig, K1Config, K2Config, ScanConfig
+from .configs import DecodeConfig, K1Config, K2Config, ScanConfig, split_pass
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
@@ -91,11 +91,9 @@ def _released() -> tuple[Build, ...]:
     # The sequence split: K1, then pass A, the scan (which reads the initial state and writes the
     # final state) and pass C in place of K2. Varlen only: kda_prefill passes a fixed batch to it
     # as B sequences of T tokens.
-    # chunks of configs.SPLIT_CHUNK tokens
-    passes = dict(varlen=True, u0_in_k2=True, chunk=SPLIT_CHUNK, consumers=SPLIT_CONSUMERS,
-                  min_blocks=1 if SPLIT_CONSUMERS == 2 else 2)
-    builds.append(Build("k2_map", K2Config(mode="map", **passes)))
-    builds.append(Build("k2_seg", K2Config(mode="seg", **passes)))
+    # passes A and C: configs.split_pass (SPLIT_CHUNK tokens a chunk, SPLIT_CONSUMERS)
+    builds.append(Build("k2_map", split_pass("map")))
+    builds.append(Build("k2_seg", split_pass("seg")))
     for h0, out_final in itertools.product((None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2_scan", ScanConfig(varlen=True, initial_state=h0, final_state=out_final)))
     # kda_decode: with a token axis S (1..8 tokens) is a shape variable; without one the token
