@@ -46,6 +46,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21a # prepared in session 20: two-consumer passes and the prefetching scan against float64 and timed (JIT, ~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round21c # session 21: the scan at 2, 4, 8 rows a program, with and without prefetch, two-consumer passes (JIT, ~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21b # prepared in session 20: the split release check with every split GPU test (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19a # session 19: K1 at 32 tokens, source-level stalls; fast_math K1 at 32 tokens (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18d # release of 32-token chunks: build, stage times at 16 and 32, GPU matrix default and forced 32 (~8 min)
@@ -457,6 +458,12 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     SPLIT_CHUNK=32 SPLIT_NW=1,2 SPLIT_SCAN_PF=0,1 SPLIT_SHAPES="H8 1x65536,H16 1x65536,H8 1x262144" \
       timeout 420 python bench/split_round.py 8 16 32 > "$OUT/split_round.log" 2>&1
     grep -E "^correctness|^shape|^H" "$OUT/split_round.log" | tail -40 ;;
+  round21c)
+    # session 21: the scan at 2, 4 and 8 rows a program (ScanConfig.block_rows), with and without
+    # prefetch, beside passes A and C with two consumers (JIT, checked against float64 first)
+    SPLIT_CHUNK=32 SPLIT_NW=2 SPLIT_SCAN_PF=0,1 SPLIT_SCAN_BR=2,4,8 SPLIT_SHAPES="H8 1x65536,H16 1x65536,H8 1x262144" \
+      timeout 420 python bench/split_round.py 8 16 32 > "$OUT/split_round.log" 2>&1
+    grep -E "^correctness|^shape|^H" "$OUT/split_round.log" | tail -60 ;;
   round21b)
     # prepared in session 20: the split's release check through the host entry with time for every
     # split GPU test (round 20d's 260 s ran 5 of 7 kinds); run after changing SPLIT_CONSUMERS or the

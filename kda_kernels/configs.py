@@ -32,11 +32,9 @@ SPLIT_MAX_G = 1024
 SPLIT_CHUNK = 32
 # Consumer warpgroups a program of passes A and C (K2Config.consumers). 2 reads each chunk's
 # workspace once for 128 state rows instead of once for every 64: pass C -10 to -19% at the
-# plan's G, pass A unchanged, kda_prefill -1% at H8 1x65536 and -3% at H16 1x65536 (session 20,
-# JIT and host entry). Both builds prove; through the host entry 5 of the 7 split GPU test kinds
-# passed (30 runs, worst 2.2e-3) before the device budget ran out, so the released passes keep
-# one consumer until the T = 1M and forced tests run with 2 (bench/NOTES.md, session 20).
-SPLIT_CONSUMERS = 1
+# plan's G, pass A unchanged; the split -2% at H8 1x65536, -3% at H16 1x65536 and -5% at H8
+# 1x262144 (sessions 20-21, JIT; bench/NOTES.md).
+SPLIT_CONSUMERS = 2
 
 
 def split_plan(N: int, T: int, HV: int, chunk: int = CHUNK) -> tuple[int, int]:
@@ -342,6 +340,7 @@ class ScanConfig(StateIO):
     @property
     def name(self) -> str:
         return ("k2_scan_" + ("varlen" if self.varlen else "fixed") + ("_pf" if self.prefetch else "")
+                + (f"_br{self.block_rows}" if self.block_rows != 8 else "")
                 + f"_{self.state_tag}")
 
     def pass_configs(self) -> dict:
