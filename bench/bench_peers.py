@@ -39,6 +39,14 @@ SHAPES = [  # (H, sequence lengths[, HV value heads when GVA])
 LOWER_BOUND = -5.0
 
 
+# The state each call reads and writes (BENCH_STATE): "inout" (default: fp32 initial state in,
+# final state out), "final" (no initial state, the final state out: a serving prefill of fresh
+# prompts) or "none" (neither). The same for every library.
+STATE = os.environ.get("BENCH_STATE", "inout")
+assert STATE in ("inout", "final", "none"), f"BENCH_STATE: expected inout, final or none, got {STATE!r}"
+WANT_HT = STATE != "none"
+
+
 def label(H, lens, HV=None):
     heads = f"H{H}" if HV in (None, H) else f"H{H}/HV{HV}"
     if len(set(lens)) == 1:
@@ -59,7 +67,7 @@ def make_inputs(H, lens, seed, HV=None):
         beta=torch.randn(1, T, HV, device="cuda", generator=g).to(bf),
         A_log=torch.empty(HV, device="cuda").uniform_(0.0, 2.7, generator=g),
         dt_bias=torch.randn(HV, 128, device="cuda", generator=g) * 0.5,
-        h0=torch.randn(len(lens), HV, 128, 128, device="cuda", generator=g),
+        h0=torch.randn(len(lens), HV, 128, 128, device="cuda", generator=g) if STATE == "inout" else None,
         cu=torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int64, device="cuda"),
     )
     d["cu32"] = d["cu"].int()
@@ -79,14 +87,14 @@ def _fixed(d, lens):
 def ours(d, cu=True):
     import kda_tile
     return kda_tile.kda_prefill(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"], dt_bias=d["dt_bias"],
-                                lower_bound=LOWER_BOUND, initial_state=d["h0"], output_final_state=True,
+                                lower_bound=LOWER_BOUND, initial_state=d["h0"], output_final_state=WANT_HT,
                                 cu_seqlens=d["cu"] if cu else None)
 
 
 def fla(d, cu=True):
     from fla.ops.kda import chunk_kda
     return chunk_kda(q=d["q"], k=d["k"], v=d["v"], g=d["g"], beta=d["beta"], scale=128 ** -0.5,
-                     initial_state=d["h0"], output_final_state=True, use_gate_in_kernel=True,
+                     initial_state=d["h0"], output_final_state=WANT_HT, use_gate_in_kernel=True,
                      use_qk_l2norm_in_kernel=True, use_beta_sigmoid_in_kernel=True, safe_gate=True,
                      A_log=d["A_log"], dt_bias=d["dt_bias"], lower_bound=LOWER_BOUND, state_v_first=True,
                      cu_seqlens=d["cu"] if cu else None)
@@ -96,7 +104,7 @@ def cudnn_fe(d, cu_dtype=torch.int32, **kw):
     """cuDNN's KDA on d (THD tensors, cu_seqlens in cu_dtype); kw overrides or adds keyword
     arguments of kimi_delta_attention (batch_invariant, plan_name, ...)."""
     import cudnn.linear_attention as cla
-    args = dict(scale=128 ** -0.5, initial_state=d["h0"], output_final_state=True, use_qk_l2norm_in_kernel=True,
+    args = dict(scale=128 ** -0.5, initial_state=d["h0"], output_final_state=WANT_HT, use_qk_l2norm_in_kernel=True,
                 use_beta_sigmoid_in_kernel=True, safe_gate=True, gate_lower_bound=LOWER_BOUND, a_log=d["A_log"],
                 dt_bias=d["dt_bias"])
     args.update(kw)
@@ -142,8 +150,9 @@ def extra_bytes(fn, outputs_bytes):
 def stage_timers(d):
     """Times K1 and K2 of kda_tile separately, through the same compiled kernels."""
     from kda_tile import _launch, api
-    k1, k2 = api.select_builds(varlen=True, fast_math=False, initial_state_dtype="float32", output_final_state=True,
-                               chunk=api.chunk_for(d["q"], d["v"], d["cu"]))
+    k1, k2 = api.select_builds(varlen=True, fast_math=False,
+                               initial_state_dtype="float32" if d["h0"] is not None else None,
+                               output_final_state=WANT_HT, chunk=api.chunk_for(d["q"], d["v"], d["cu"]))
     return _launch.stage_callables(k1, k2, d["q"], d["k"], d["v"], d["g"], d["beta"], d["A_log"], d["dt_bias"],
                                    d["cu"], d["h0"], LOWER_BOUND, 128 ** -0.5)
 
@@ -172,7 +181,8 @@ def run_shape(i, H, lens, do_bench, HV=None):
     row = {"shape": label(H, lens, HV), "H": H, "HV": HV or H, "lens": lens, "T": sum(lens), "modes": {}}
     with torch.inference_mode():
         o_ref, ht_ref = ours(d)
-    out_bytes = o_ref.numel() * o_ref.element_size() + ht_ref.numel() * ht_ref.element_size()
+    out_bytes = o_ref.numel() * o_ref.element_size() + (ht_ref.numel() * ht_ref.element_size() if WANT_HT else 0)
+    row["state"] = STATE
     for lib, lib_modes in modes(d, lens).items():
         results = []
         t_lib = time.perf_counter()
@@ -184,7 +194,7 @@ def run_shape(i, H, lens, do_bench, HV=None):
                         o, ht = fn()
                         torch.cuda.synchronize()
                         r["err_o_vs_ours"] = rel(o.reshape(o_ref.shape), o_ref)
-                        r["err_ht_vs_ours"] = rel(ht.reshape(ht_ref.shape).float(), ht_ref.float())
+                        r["err_ht_vs_ours"] = rel(ht.reshape(ht_ref.shape).float(), ht_ref.float()) if WANT_HT else 0.0
                         r["agrees"] = r["err_o_vs_ours"] < 2e-2 and r["err_ht_vs_ours"] < 2e-2
                         r["ms"] = do_bench(fn, warmup=25, rep=200, return_mode="median")
                 except Exception as e:  # a mode that cannot run this shape gets no time, and says why

@@ -47,6 +47,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21a # prepared in session 20: two-consumer passes and the prefetching scan against float64 and timed (JIT, ~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21c # session 21: the scan at 2, 4, 8 rows a program, with and without prefetch, two-consumer passes (JIT, ~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round21d # session 21: issue 9's rows (kda_tile, cuDNN; state none / final / inout), ncu of the split (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21b # prepared in session 20: the split release check with every split GPU test (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19a # session 19: K1 at 32 tokens, source-level stalls; fast_math K1 at 32 tokens (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18d # release of 32-token chunks: build, stage times at 16 and 32, GPU matrix default and forced 32 (~8 min)
@@ -464,6 +465,22 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     SPLIT_CHUNK=32 SPLIT_NW=2 SPLIT_SCAN_PF=0,1 SPLIT_SCAN_BR=2,4,8 SPLIT_SHAPES="H8 1x65536,H16 1x65536,H8 1x262144" \
       timeout 420 python bench/split_round.py 8 16 32 > "$OUT/split_round.log" 2>&1
     grep -E "^correctness|^shape|^H" "$OUT/split_round.log" | tail -60 ;;
+  round21d)
+    # session 21: issue 9's rows again (last measured whole in session 11), kda_tile and cuDNN in one
+    # process (fla autotunes ~200 s a new shape): the many-sequence rows with no state and with the
+    # final state out, the long rows with fp32 state in and out; ncu of the two-consumer split
+    for st in none final; do
+      BENCH_LIBS=kda_tile,cudnn_fe BENCH_STATE=$st timeout 150 python bench/scaling.py --only split \
+        --out "$OUT/scaling-$st" > "$OUT/scaling-$st.log" 2>&1
+      echo "state $st"; grep -E "^\| H" "$OUT/scaling-$st.log" | cut -c1-160
+    done
+    BENCH_LIBS=kda_tile,cudnn_fe timeout 150 python bench/scaling.py --only long --out "$OUT/scaling-long" \
+      > "$OUT/scaling-long.log" 2>&1
+    echo "long, state inout"; grep -E "^\| H" "$OUT/scaling-long.log" | cut -c1-160
+    timeout 90 ncu --clock-control none --profile-from-start off --csv --page details --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+      python bench/ncu_prefill.py 8 65536 > "$OUT/ncu_split.csv" 2> "$OUT/ncu_split.err"
+    wc -l "$OUT/ncu_split.csv"; tail -2 "$OUT/ncu_split.err" ;;
   round21b)
     # prepared in session 20: the split's release check through the host entry with time for every
     # split GPU test (round 20d's 260 s ran 5 of 7 kinds); run after changing SPLIT_CONSUMERS or the

@@ -1,7 +1,8 @@
 """Scaling benchmark (issue 9): time against the number of sequences at a fixed total T, and
 against T for one long sequence with few heads, kda_tile and its peers in one process on the
 same inputs (bench_peers.run_shape: every call mode of each library, each checked against ours
-first; fp32 initial and final state).
+first; fp32 initial and final state, or as BENCH_STATE says: "final", no initial state and the
+final state out, as a serving prefill of fresh prompts calls it; "none", neither).
 
     python bench/scaling.py [--out DIR] [--only split|long] [--plot-only FILE.jsonl]
 
@@ -40,12 +41,13 @@ def table(rows) -> str:
         ours = r.get("kda_tile_ms")
         per_m = ours / (r["T"] / 1e6) if ours else None
         lines.append(
-            f"| {r['shape']} | {len(r['lens'])} | {r['T']} | {f(ours)} | {f(r.get('fla_triton_ms'))} | "
+            f"| {r['shape']}{'' if r.get('state', 'inout') == 'inout' else ', state ' + r['state']} | {len(r['lens'])} | {r['T']} | {f(ours)} | {f(r.get('fla_triton_ms'))} | "
             f"{f(r.get('cudnn_fe_ms'))} | {f(per_m)} | {f(r.get('speedup_vs_fla_triton'), '{:.2f}x')} | "
             f"{f(r.get('speedup_vs_cudnn_fe'), '{:.2f}x')} | "
             f"{f(r.get('kda_tile_k1_ms'))} / {f(r.get('kda_tile_k2_ms'))} | {f(state_floor_ms(r))} |")
-    lines += ["", f"State floor: reading the fp32 initial state and writing the fp32 final state once "
-              f"(N x HV x 128 x 128 x 4 bytes each way) at {HBM_TBPS} TB/s, a bound every library's call has."]
+    lines += ["", f"State floor: reading the fp32 initial state and writing the fp32 final state once, as the "
+              f"row's state mode asks (N x HV x 128 x 128 x 4 bytes each way) at {HBM_TBPS} TB/s, a bound "
+              f"every library's call has."]
     return "\n".join(lines)
 
 
@@ -53,8 +55,10 @@ HBM_TBPS = 4.27
 
 
 def state_floor_ms(r) -> float:
-    """ms to read and write the rows' fp32 states once at HBM_TBPS."""
-    return 2 * len(r["lens"]) * r.get("HV", r["H"]) * 128 * 128 * 4 / (HBM_TBPS * 1e12) * 1e3
+    """ms to read and write the rows' fp32 states once at HBM_TBPS (as many ways as the row's state
+    mode moves them: inout 2, final 1, none 0)."""
+    ways = {"inout": 2, "final": 1, "none": 0}[r.get("state", "inout")]
+    return ways * len(r["lens"]) * r.get("HV", r["H"]) * 128 * 128 * 4 / (HBM_TBPS * 1e12) * 1e3
 
 
 def plot(rows, path: Path):
@@ -122,7 +126,9 @@ def main():
             f.write(json.dumps(row) + "\n")
     meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(),
             "torch": torch.__version__,
-            "timing": ("triton.testing.do_bench median (warmup 25 ms, rep 200 ms); fp32 h0 and ht; each library in "
+            "timing": ("triton.testing.do_bench median (warmup 25 ms, rep 200 ms); state "
+                       + {"inout": "fp32 h0 and ht", "final": "fp32 ht only", "none": "none in or out"}[bench_peers.STATE]
+                       + "; libraries: " + (os.environ.get("BENCH_LIBS") or "all") + "; each library in "
                        "its fastest call mode whose output agrees with kda_tile's (bench_peers.run_shape)")}
     print(report(rows, out, meta))
 
