@@ -48,6 +48,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21a # prepared in session 20: two-consumer passes and the prefetching scan against float64 and timed (JIT, ~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21c # session 21: the scan at 2, 4, 8 rows a program, with and without prefetch, two-consumer passes (JIT, ~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21d # session 21: issue 9's rows (kda_tile, cuDNN; state none / final / inout), ncu of the split (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round21e # session 21: the 32-token K1 at 6 programs an SM against 5 (JIT, ncu; ~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21b # prepared in session 20: the split release check with every split GPU test (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19a # session 19: K1 at 32 tokens, source-level stalls; fast_math K1 at 32 tokens (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18d # release of 32-token chunks: build, stage times at 16 and 32, GPU matrix default and forced 32 (~8 min)
@@ -481,6 +482,18 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
       --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
       python bench/ncu_prefill.py 8 65536 > "$OUT/ncu_split.csv" 2> "$OUT/ncu_split.err"
     wc -l "$OUT/ncu_split.csv"; tail -2 "$OUT/ncu_split.err" ;;
+  round21e)
+    # session 21: the 32-token K1 at 6 programs an SM (min_blocks 6: 80 registers, 36 bytes of
+    # spill) against the released 5 (96 registers), accurate and fast_math, checked against float64
+    # first (JIT); ncu occupancy of both at H96 1x8192
+    K1_SHAPES="H96 1x8192 cu;H8 1x65536 cu;H32 256x512 cu" timeout 300 python bench/k1_round.py \
+      1,64,12,holes,diag,ds,u0k2 1,128,5,holes,diag,ds,u0k2,ch32 1,128,6,holes,diag,ds,u0k2,ch32 \
+      1,128,5,holes,diag,ds,u0k2,ch32,fast 1,128,6,holes,diag,ds,u0k2,ch32,fast > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -12 "$OUT/k1_round.log"
+    timeout 120 ncu --clock-control none --profile-from-start off --csv --page details --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section WarpStateStats -k regex:k1 \
+      python bench/k1_round.py ncu 1,128,5,holes,diag,ds,u0k2,ch32 1,128,6,holes,diag,ds,u0k2,ch32 \
+      > "$OUT/k1_ncu.csv" 2> "$OUT/k1_ncu.err"; wc -l "$OUT/k1_ncu.csv" ;;
   round21b)
     # prepared in session 20: the split's release check through the host entry with time for every
     # split GPU test (round 20d's 260 s ran 5 of 7 kinds); run after changing SPLIT_CONSUMERS or the
