@@ -49,6 +49,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21c # session 21: the scan at 2, 4, 8 rows a program, with and without prefetch, two-consumer passes (JIT, ~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21d # session 21: issue 9's rows (kda_tile, cuDNN; state none / final / inout), ncu of the split (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21e # session 21: the 32-token K1 at 6 programs an SM against 5 (JIT, ncu; ~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round21f # session 21: pass A's identity rows lean against full (JIT), then the split release check (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21b # prepared in session 20: the split release check with every split GPU test (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19a # session 19: K1 at 32 tokens, source-level stalls; fast_math K1 at 32 tokens (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18d # release of 32-token chunks: build, stage times at 16 and 32, GPU matrix default and forced 32 (~8 min)
@@ -494,6 +495,14 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
       --section Occupancy --section LaunchStats --section WarpStateStats -k regex:k1 \
       python bench/k1_round.py ncu 1,128,5,holes,diag,ds,u0k2,ch32 1,128,6,holes,diag,ds,u0k2,ch32 \
       > "$OUT/k1_ncu.csv" 2> "$OUT/k1_ncu.err"; wc -l "$OUT/k1_ncu.csv" ;;
+  round21f)
+    # session 21: pass A's identity rows lean (K2Config.lean_id, configs.SPLIT_LEAN_ID, released in
+    # the tree) against the full form in one process (JIT, checked against float64 first), then the
+    # release through the host entry: build, every split GPU test, split_api
+    SPLIT_CHUNK=32 SPLIT_NW=2 SPLIT_LEAN=0,1 SPLIT_SHAPES="H8 1x65536,H16 1x65536,H8 1x262144" \
+      timeout 150 python bench/split_round.py 8 16 > "$OUT/split_round.log" 2>&1
+    grep -E "^correctness|^shape|^H" "$OUT/split_round.log" | tail -20
+    split_check 300 ;;
   round21b)
     # prepared in session 20: the split's release check through the host entry with time for every
     # split GPU test (round 20d's 260 s ran 5 of 7 kinds); run after changing SPLIT_CONSUMERS or the

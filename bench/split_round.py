@@ -39,9 +39,14 @@ K1_SPEC = "1,128,5,holes,diag,ds,u0k2,ch32" if CH == 32 else "1,64,12,holes,diag
 NWS = [int(x) for x in os.environ.get("SPLIT_NW", "1").split(",")]
 
 
-def k2(nw=1, **kw):
+# Pass A's identity rows lean or not (SPLIT_LEAN, comma-separated 0/1; configs.SPLIT_LEAN_ID is
+# the released one)
+LEANS = [bool(int(x)) for x in os.environ.get("SPLIT_LEAN", "1").split(",")]
+
+
+def k2(nw=1, lean=None, **kw):
     if kw.get("mode") in ("map", "seg"):
-        return split_pass(kw["mode"], nw, CH)
+        return split_pass(kw["mode"], nw, CH, lean)
     return K2Config(varlen=True, u0_in_k2=True, chunk=CH, **kw)
 # ScanConfig.block_rows to measure (SPLIT_SCAN_BR, comma-separated: each is checked and timed; the
 # released value by default)
@@ -50,7 +55,7 @@ SCAN_BRS = [int(x) for x in os.environ.get("SPLIT_SCAN_BR", str(ScanConfig().blo
 SCAN_PFS = [bool(int(x)) for x in os.environ.get("SPLIT_SCAN_PF", "0").split(",")]
 
 
-def split_calls(d, ws, L, h0=None, final=True, nw=1, pf=False, br=SCAN_BRS[0]):
+def split_calls(d, ws, L, h0=None, final=True, nw=1, pf=False, br=SCAN_BRS[0], lean=None):
     """(pass A, scan, pass C) as closures for segments of L chunks, and the outputs o, ht
     (NaN-poisoned)."""
     N = d["cu"].numel() - 1
@@ -63,7 +68,7 @@ def split_calls(d, ws, L, h0=None, final=True, nw=1, pf=False, br=SCAN_BRS[0]):
     o = torch.full_like(d["v"], float("nan"))
     hdt = None if h0 is None else {torch.float32: "float32", torch.bfloat16: "bfloat16"}[h0.dtype]
     ht = torch.full((N, HV, 128, 128), float("nan"), device="cuda", dtype=h0.dtype if h0 is not None else torch.float32)
-    ka = compiled(k2(nw, mode="map"))
+    ka = compiled(k2(nw, lean, mode="map"))
     ks = compiled(ScanConfig(varlen=True, initial_state=hdt, final_state=final, block_rows=br, prefetch=pf))
     kc = compiled(k2(nw, mode="seg"))
     wa = [ws["Wk"], ws["kr"], ws["Ab"], d["v"], ws["gC"]]
@@ -94,16 +99,16 @@ def correctness():
             h0 = torch.randn(N, H, 128, 128, device="cuda").to(sdt)
             ro, rht = kda_recurrent(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"], dt_bias=d["dt_bias"],
                                     lower_bound=-5.0, cu_seqlens=d["cu"], initial_state=h0, output_final_state=True)
-            for L, nw, pf, br in itertools.product(Gs, NWS, SCAN_PFS, SCAN_BRS):
+            for L, nw, pf, br, lean in itertools.product(Gs, NWS, SCAN_PFS, SCAN_BRS, LEANS):
                 go1, ws = k1_round.run_k1(K1_SPEC, d)
                 go1()
-                go_a, go_s, go_c, o, ht = split_calls(d, ws, L, h0, nw=nw, pf=pf, br=br)
+                go_a, go_s, go_c, o, ht = split_calls(d, ws, L, h0, nw=nw, pf=pf, br=br, lean=lean)
                 go_a()
                 go_s()
                 go_c()
                 torch.cuda.synchronize()
                 eo, eh = rel_err(o.double(), ro), rel_err(ht.double(), rht)
-                rows.append(dict(case=label, L=L, nw=nw, scan_pf=pf, scan_br=br, state=str(sdt)[6:], err_o=eo, err_ht=eh))
+                rows.append(dict(case=label, L=L, nw=nw, scan_pf=pf, scan_br=br, lean=lean, state=str(sdt)[6:], err_o=eo, err_ht=eh))
                 print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -118,7 +123,7 @@ if os.environ.get("SPLIT_SHAPES"):
 def main():
     from triton.testing import do_bench
     Gs = [int(x) for x in sys.argv[1:]] or [4, 8, 16, 32]
-    k1_round.prewarm([k1_round.k1_config(K1_SPEC, True)] + [k2(nw, mode=m) for m in ("map", "seg") for nw in NWS]
+    k1_round.prewarm([k1_round.k1_config(K1_SPEC, True)] + [k2(nw, lean, mode=m) for m in ("map", "seg") for nw in NWS for lean in LEANS]
                      + [ScanConfig(varlen=True, initial_state=h, final_state=True, block_rows=br, prefetch=pf)
                         for h in ("float32", "bfloat16") for pf in SCAN_PFS for br in SCAN_BRS]
                      + [k2(initial_state="float32", final_state=True)])
@@ -138,9 +143,9 @@ def main():
         go_full = lambda: kfull(*wf, d["cu"], h0, o_f, ht_f)  # noqa: E731
         row = dict(shape=label, K1=do_bench(go1, warmup=5, rep=50, return_mode="median"),
                    K2=do_bench(go_full, warmup=5, rep=50, return_mode="median"))
-        for G, nw, pf, br in itertools.product(Gs, NWS, SCAN_PFS, SCAN_BRS):
+        for G, nw, pf, br, lean in itertools.product(Gs, NWS, SCAN_PFS, SCAN_BRS, LEANS):
             L = max(1, (T // CH + G - 1) // G)
-            go_a, go_s, go_c, o, ht = split_calls(d, ws, L, h0, nw=nw, pf=pf, br=br)
+            go_a, go_s, go_c, o, ht = split_calls(d, ws, L, h0, nw=nw, pf=pf, br=br, lean=lean)
             go_a(), go_s(), go_c()
             torch.cuda.synchronize()
             go_full()
@@ -151,17 +156,17 @@ def main():
                 go_a()
                 go_s()
                 go_c()
-            r = dict(row, G=G, L=L, nw=nw, scan_pf=pf, scan_br=br, A=do_bench(go_a, warmup=5, rep=50, return_mode="median"),
+            r = dict(row, G=G, L=L, nw=nw, scan_pf=pf, scan_br=br, lean=lean, A=do_bench(go_a, warmup=5, rep=50, return_mode="median"),
                      scan=do_bench(go_s, warmup=5, rep=50, return_mode="median"),
                      C=do_bench(go_c, warmup=5, rep=50, return_mode="median"),
                      split=do_bench(chain, warmup=5, rep=50, return_mode="median"), vs_full=same)
             table.append(r)
             print(json.dumps(r), flush=True)
         del ws, d
-    print(f"{'shape':14s} {'nw':>2s} {'pf':>2s} {'br':>2s} {'G':>4s} {'K1':>7s} {'K2':>7s} {'A':>7s} {'scan':>7s} {'C':>7s} "
+    print(f"{'shape':14s} {'nw':>2s} {'pf':>2s} {'br':>2s} {'ln':>2s} {'G':>4s} {'K1':>7s} {'K2':>7s} {'A':>7s} {'scan':>7s} {'C':>7s} "
           f"{'A+s+C':>7s} {'total':>7s} {'diff':>8s}")
     for r in table:
-        print(f"{r['shape']:14s} {r['nw']:2d} {int(r['scan_pf']):2d} {r['scan_br']:2d} {r['G']:4d} {r['K1']:7.3f} {r['K2']:7.3f} "
+        print(f"{r['shape']:14s} {r['nw']:2d} {int(r['scan_pf']):2d} {r['scan_br']:2d} {int(r['lean']):2d} {r['G']:4d} {r['K1']:7.3f} {r['K2']:7.3f} "
               f"{r['A']:7.3f} {r['scan']:7.3f} "
               f"{r['C']:7.3f} {r['split']:7.3f} {r['K1'] + r['split']:7.3f} {r['vs_full']:8.1e}")
     print(f"correctness ({CH}-token chunks): {len(rows)} runs, worst {worst:.2e}")

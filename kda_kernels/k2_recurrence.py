@@ -77,11 +77,11 @@ def wy_map_step(BV, K, C, op):
     return step
 
 
-def wy_v_step(BV, K, C, op, outputs):
+def wy_v_step(BV, K, C, op, outputs, with_v=True):
     """One chunk of the chain (outputs) or of pass A with K2Config.u0_in_k2: U0 = Ab v formed in
     the accumulator of Sh (-Wk)^T (K1 writes -Wk and Ab in fp16) from v's ring slot, whose rows at
     and past `rem` read as 0 (the next sequence's tokens, whatever they hold, stay out; pass A's
-    identity rows take rem = 0):
+    identity rows take rem = 0, or with_v=False, K2Config.lean_id: no v and no U0 product):
 
         Vt   = fp16(v^T)                        (as K1 rounded v for U0 before)
         Ut   = Sh (-Wk)^T + Vt Ab^T
@@ -93,9 +93,10 @@ def wy_v_step(BV, K, C, op, outputs):
     def step(s, u0_col, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, v_r, Ab_r, Mqk_r, gC_r):
         T.copy(St, Sh)
         T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
-        for j, r in T.Parallel(BV, C):
-            Vt[j, r] = T.if_then_else(r < rem, T.Cast(op, v_r[s, r, u0_col + j]), T.Cast(op, 0))
-        T.wgmma_gemm(Vt, Ab_r[s, :, :], WO, transpose_B=True)
+        if with_v:
+            for j, r in T.Parallel(BV, C):
+                Vt[j, r] = T.if_then_else(r < rem, T.Cast(op, v_r[s, r, u0_col + j]), T.Cast(op, 0))
+            T.wgmma_gemm(Vt, Ab_r[s, :, :], WO, transpose_B=True)
         if outputs:
             T.wgmma_gemm(Sh, qd_r[s, :, :], Oa, transpose_B=True, clear_accum=True)
             T.wait_wgmma(1)
@@ -141,8 +142,11 @@ def build_k2(cfg: K2Config):
     ROWS = V + K if mode == "map" else V
     outputs = mode != "map"
     u0k2 = cfg.u0_in_k2
+    lean = cfg.lean_id
+    assert not lean or (mode == "map" and u0k2), f"{cfg.name}: lean_id is pass A's with u0_in_k2"
     if u0k2:
         step = wy_v_step(BV, K, C, op, outputs)
+        id_step = wy_v_step(BV, K, C, op, outputs, with_v=False) if lean else None
     else:
         step = wy_chain_step(BV, K, C, op) if outputs else wy_map_step(BV, K, C, op)
     # Pass A has no tensor that fixes T: its token indices are clamped to the last token that NC
@@ -155,7 +159,13 @@ def build_k2(cfg: K2Config):
               bos, seqlen, v0, u0s):
         """Chunk c of the consumer's chain from ring slot s (its full barrier's parity par)."""
         T.barrier_wait(full[s], par)
-        if u0k2:
+        if lean:
+            # (v0 < V is the same for the whole program)
+            if v0 < V:
+                step(s, w * BV, seqlen - c * C, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r)
+            else:
+                id_step(s, w * BV, 0, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r)
+        elif u0k2:
             # v's rows inside the sequence (none for pass A's identity rows)
             rem = T.if_then_else(v0 < V, seqlen - c * C, 0)
             step(s, w * BV, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r)
@@ -211,6 +221,8 @@ def build_k2(cfg: K2Config):
                b, hv, vb, bos, slot0, nch):
         T.set_max_nreg(preg, 0)
         ub = vb % (V // BP)
+        # lean_id: only the value-row programs of pass A read v and Ab
+        vrows = vb * BP < V if lean else True
         if tx - NW * WARPGROUP < 32:
             for c in T.serial(nch):
                 s = c % S
@@ -221,10 +233,11 @@ def build_k2(cfg: K2Config):
                     T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
                 T.tma_copy(kr[hv, row0:row0 + C, :], kr_r[s, :, :], barrier=full[s])
                 if u0k2:
-                    # v's rows past T arrive as zeros (TMA); those past the sequence, masked in the step
-                    t0 = bos + c * C
-                    T.tma_copy(v[b, t0:t0 + C, hv, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
-                    T.tma_copy(Ab[hv, row0:row0 + C, :], Ab_r[s, :, :], barrier=full[s])
+                    if vrows:
+                        # v's rows past T arrive as zeros (TMA); those past the sequence, masked in the step
+                        t0 = bos + c * C
+                        T.tma_copy(v[b, t0:t0 + C, hv, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
+                        T.tma_copy(Ab[hv, row0:row0 + C, :], Ab_r[s, :, :], barrier=full[s])
                 else:
                     T.tma_copy(U0[hv, row0:row0 + C, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
                 if outputs:

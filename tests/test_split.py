@@ -8,8 +8,8 @@ import torch
 import host_codegen as hc
 from host_codegen import expr as X
 from kda_kernels import registry
-from kda_kernels.configs import (CHUNK, SPLIT_CHUNK, SPLIT_CONSUMERS, SPLIT_MAX_G, SPLIT_MIN_CHUNKS, split_plan,
-                                 split_plan_exprs, use_split)
+from kda_kernels.configs import (CHUNK, SPLIT_CHUNK, SPLIT_CONSUMERS, SPLIT_LEAN_ID, SPLIT_MAX_G, SPLIT_MIN_CHUNKS,
+                                 split_plan, split_plan_exprs, use_split)
 
 BF = torch.bfloat16
 
@@ -77,8 +77,9 @@ def test_split_entry_validates_and_plans(backend):
     spec = e.spec
     ch = "" if SPLIT_CHUNK == CHUNK else f"_ch{SPLIT_CHUNK}"
     c2 = "_c2" if SPLIT_CONSUMERS == 2 else ""
+    lean = "_leanid" if SPLIT_LEAN_ID else ""
     assert [ks.build_name for ks in spec.kernels] == [f"k1_prepare_varlen_ds_skipholes_mqkdiag_u0k2{ch}",
-                                                      f"k2_map_varlen{c2}_u0k2{ch}", "k2_scan_varlen_h0f32_ht",
+                                                      f"k2_map_varlen{c2}_u0k2{lean}{ch}", "k2_scan_varlen_h0f32_ht",
                                                       f"k2_seg_varlen{c2}_u0k2{ch}"]
     assert {w.name for w in spec.workspace} == {"Wk", "qd", "kr", "Ab", "Mqk", "gC", "maps", "starts"}
     assert [p.name for p in spec.outputs] == ["o", "final_state"]
