@@ -50,6 +50,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21d # session 21: issue 9's rows (kda_tile, cuDNN; state none / final / inout), ncu of the split (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21e # session 21: the 32-token K1 at 6 programs an SM against 5 (JIT, ncu; ~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21f # session 21: pass A's identity rows lean against full (JIT), then the split release check (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round21g # session 21: ncu of the split with pass A lean (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21b # prepared in session 20: the split release check with every split GPU test (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19a # session 19: K1 at 32 tokens, source-level stalls; fast_math K1 at 32 tokens (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18d # release of 32-token chunks: build, stage times at 16 and 32, GPU matrix default and forced 32 (~8 min)
@@ -503,6 +504,13 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
       timeout 150 python bench/split_round.py 8 16 > "$OUT/split_round.log" 2>&1
     grep -E "^correctness|^shape|^H" "$OUT/split_round.log" | tail -20
     split_check 300 ;;
+  round21g)
+    # session 21: ncu of the released split with pass A's identity rows lean (compare round21d's)
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 100 ncu --clock-control none --profile-from-start off --csv --page details --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+      python bench/ncu_prefill.py 8 65536 > "$OUT/ncu_split.csv" 2> "$OUT/ncu_split.err"
+    wc -l "$OUT/ncu_split.csv"; tail -2 "$OUT/ncu_split.err" ;;
   round21b)
     # prepared in session 20: the split's release check through the host entry with time for every
     # split GPU test (round 20d's 260 s ran 5 of 7 kinds); run after changing SPLIT_CONSUMERS or the
