@@ -89,6 +89,8 @@ _SPLIT: dict = {}
 _SPLIT_MIN_TOKENS = (_configs.SPLIT_MIN_G * _configs.SPLIT_MIN_CHUNKS - 1) * 16 + 1
 # None: the rule decides; True or False: every call takes the split or not (tests, benchmarks)
 FORCE_SPLIT = {"1": True, "0": False}.get(os.environ.get("KDA_TILE_SPLIT", ""))
+# below this many tokens in q.shape[1] neither rule applies: no split, 16-token chunks
+_RULES_MIN_TOKENS = min(_SPLIT_MIN_TOKENS, _configs.CHUNK32_MIN_TOKENS)
 
 
 def _gated_entry(*builds):
@@ -203,11 +205,21 @@ _grad_enabled = torch.is_grad_enabled
 def _eager(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state, cu_seqlens,
            fast_math, out, final_state_out):
     """kda_prefill's eager body, with positional arguments (a keyword call of 15 costs ~0.5 us)."""
-    _require_bool("fast_math", fast_math)
-    _require_bool("output_final_state", output_final_state)
+    if fast_math is not True and fast_math is not False:
+        _require_bool("fast_math", fast_math)
+    if output_final_state is not True and output_final_state is not False:
+        _require_bool("output_final_state", output_final_state)
     if _grad_enabled() and _may_require_grad(q, k, v, g, beta, A_log, dt_bias, initial_state):
         _no_grad_inputs(_TENSOR_ARGS, (q, k, v, g, beta, A_log, dt_bias, initial_state), "kda_tile has no backward yet")
-    split = use_split(q, v, cu_seqlens)
+    try:  # fewer tokens than either shape rule needs (the host-bound calls): one shape read for both
+        short = q.shape[1] < _RULES_MIN_TOKENS and FORCE_SPLIT is None and FORCE_CHUNK is None
+    except (AttributeError, IndexError, TypeError):
+        short = False
+    if short:
+        split, chunk = False, 16
+    else:
+        split = use_split(q, v, cu_seqlens)
+        chunk = None
     if split and cu_seqlens is None:
         flat = _as_sequences(q, k, v, g, beta, out)
         if flat is not None:
@@ -215,7 +227,8 @@ def _eager(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, 
                            fast_math, flat[5], final_state_out)
             return (out if out is not None else o.view(v.shape)), ht
         split = False
-    chunk = _configs.SPLIT_CHUNK if split else chunk_for(q, v, cu_seqlens)
+    if chunk is None:
+        chunk = _configs.SPLIT_CHUNK if split else chunk_for(q, v, cu_seqlens)
     if out is not None or final_state_out is not None:
         return _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
                              cu_seqlens, fast_math, out, final_state_out, split, chunk)

@@ -87,3 +87,20 @@ def test_bad_keys_go_to_the_slow_path(recorder):
     x, kw = _inputs(2, 2, True, None)
     api.kda_prefill("not a tensor", x, x, x, x[..., 0], **kw)  # no shape: the entry's checks name q
     assert recorder[-1][0].config.varlen
+
+
+def test_short_calls_skip_both_shape_rules_and_obey_force_chunk(recorder, monkeypatch):
+    # Below _RULES_MIN_TOKENS tokens neither rule can choose the split or 32-token chunks, so the
+    # call reads q's shape once and looks nothing up; a forced chunk size still wins.
+    from kda_kernels import configs
+    assert api._RULES_MIN_TOKENS == min(api._SPLIT_MIN_TOKENS, configs.CHUNK32_MIN_TOKENS)
+    for varlen in (True, False):
+        x, kw = _inputs(1, 1, varlen, None, api._RULES_MIN_TOKENS - 1)
+        cu = kw.get("cu_seqlens")
+        assert not api.use_split(x, x, cu) and api.chunk_for(x, x, cu) == 16
+        api.kda_prefill(x, x, x, x, x[..., 0], **kw)
+        assert recorder[-1][1].config.chunk == 16
+        monkeypatch.setattr(api, "FORCE_CHUNK", 32)
+        api.kda_prefill(x, x, x, x, x[..., 0], **kw)
+        assert recorder[-1][1].config.chunk == 32
+        monkeypatch.setattr(api, "FORCE_CHUNK", None)

@@ -27,3 +27,14 @@ def test_report_from_rows(tmp_path):
     assert cells[1:7] == ["2048", "131072", "12.700", "25.400", "-", "96.893"]
     assert cells[7] == "2.00x" and cells[8] == "-" and cells[9] == "7.300 / 5.500"
     assert (tmp_path / "2000-01-01-scaling.md").read_text() == text
+
+
+def test_state_floor_follows_the_rows_state_mode():
+    r = {"shape": "H32 8192x16", "H": 32, "lens": [16] * 8192, "T": 131072}
+    inout = scaling.state_floor_ms(r)
+    assert abs(inout - 2 * 8192 * 32 * 128 * 128 * 4 / 4.27e12 * 1e3) < 1e-9
+    assert scaling.state_floor_ms(dict(r, state="final")) == inout / 2
+    assert scaling.state_floor_ms(dict(r, state="none")) == 0
+    line = next(x for x in scaling.table([dict(r, state="none", kda_tile_ms=6.0)]).splitlines()
+                if x.startswith("| H32"))
+    assert line.startswith("| H32 8192x16, state none | 8192 |")
