@@ -51,6 +51,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21e # session 21: the 32-token K1 at 6 programs an SM against 5 (JIT, ncu; ~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21f # session 21: pass A's identity rows lean against full (JIT), then the split release check (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21g # session 21: ncu of the split with pass A lean (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round21h # session 21: host time at T = 64 after the Python path's shortening, launch floor (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21b # prepared in session 20: the split release check with every split GPU test (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19a # session 19: K1 at 32 tokens, source-level stalls; fast_math K1 at 32 tokens (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round18d # release of 32-token chunks: build, stage times at 16 and 32, GPU matrix default and forced 32 (~8 min)
@@ -511,6 +512,13 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
       --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
       python bench/ncu_prefill.py 8 65536 > "$OUT/ncu_split.csv" 2> "$OUT/ncu_split.err"
     wc -l "$OUT/ncu_split.csv"; tail -2 "$OUT/ncu_split.err" ;;
+  round21h)
+    # session 21: host time at T = 64, H = 1 after the Python path's shortening (stage_times' host
+    # rows; the launch floor beside it, so that the host's phase shows)
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 40 python bench/launch_floor.py > "$OUT/floor.log" 2>&1; grep -E "Graph|cuLaunch" "$OUT/floor.log" | head -4
+    timeout 45 python bench/stage_times.py --iters 4000 --out "$OUT" > "$OUT/stage_times.log" 2>&1
+    grep -E '"call"' "$OUT/stage_times.log" | cut -c1-200 ;;
   round21b)
     # prepared in session 20: the split's release check through the host entry with time for every
     # split GPU test (round 20d's 260 s ran 5 of 7 kinds); run after changing SPLIT_CONSUMERS or the
