@@ -41,7 +41,7 @@ def table(rows) -> str:
         ours = r.get("kda_tile_ms")
         per_m = ours / (r["T"] / 1e6) if ours else None
         lines.append(
-            f"| {r['shape']}{'' if r.get('state', 'inout') == 'inout' else ', state ' + r['state']} | {len(r['lens'])} | {r['T']} | {f(ours)} | {f(r.get('fla_triton_ms'))} | "
+            f"| {r['shape']}{state_tag(r)} | {len(r['lens'])} | {r['T']} | {f(ours)} | {f(r.get('fla_triton_ms'))} | "
             f"{f(r.get('cudnn_fe_ms'))} | {f(per_m)} | {f(r.get('speedup_vs_fla_triton'), '{:.2f}x')} | "
             f"{f(r.get('speedup_vs_cudnn_fe'), '{:.2f}x')} | "
             f"{f(r.get('kda_tile_k1_ms'))} / {f(r.get('kda_tile_k2_ms'))} | {f(state_floor_ms(r))} |")
@@ -52,6 +52,11 @@ def table(rows) -> str:
 
 
 HBM_TBPS = 4.27
+
+
+def state_tag(r) -> str:
+    """The row's state mode where it is not the default (fp32 state in and out)."""
+    return "" if r.get("state", "inout") == "inout" else f", state {r['state']}"
 
 
 def state_floor_ms(r) -> float:

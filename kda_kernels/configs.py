@@ -35,7 +35,8 @@ SPLIT_CHUNK = 32
 # plan's G, pass A unchanged; the split -2% at H8 1x65536, -3% at H16 1x65536 and -5% at H8
 # 1x262144 (sessions 20-21, JIT; bench/NOTES.md).
 SPLIT_CONSUMERS = 2
-# Pass A's identity-row programs without v, Ab and U0's product (K2Config.lean_id)
+# Pass A's identity-row programs without v, Ab and U0's product (K2Config.lean_id): never slower
+# in six JIT pairs, all split GPU tests pass with it (session 21)
 SPLIT_LEAN_ID = True
 
 
@@ -236,8 +237,8 @@ class K2Config(StateIO):
     # (~40 fewer instructions a chunk: the slot, parity and descriptor bases; not yet measured).
     unroll_ring: bool = False
     # Pass A with u0_in_k2: its identity-row programs (the K rows that carry M, where U0 = 0) load
-    # no v and no Ab and leave out U0's product, which they only multiplied by zero: ~19% fewer
-    # bytes for pass A, and a shorter step on those rows.
+    # no v and no Ab and leave out U0's product, which they only multiplied by zero. Pass A's DRAM
+    # bytes -13%, its time -0.4 to -3%: it is bound by its chains (bench/NOTES.md, session 21).
     lean_id: bool = False
     # Tokens a chunk (K1Config.chunk): 32 halves the chain's steps
     chunk: int = CHUNK
