@@ -45,6 +45,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20b # bench_peers, every shape from BENCH_SKIP on, per-shape seconds; report from the rows (< 10 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round22a # prepared in session 21: the 32-token K1 with Newton-refined rsqrt norms against the released one (JIT, ~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21a # prepared in session 20: two-consumer passes and the prefetching scan against float64 and timed (JIT, ~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21c # session 21: the scan at 2, 4, 8 rows a program, with and without prefetch, two-consumer passes (JIT, ~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21d # session 21: issue 9's rows (kda_tile, cuDNN; state none / final / inout), ncu of the split (~8 min)
@@ -456,6 +457,15 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
       timeout 150 python bench/split_round.py 8 16 32 > "$OUT/split_round.log" 2>&1
     grep -E "^shape|^H" "$OUT/split_round.log" | tail -20
     split_check 260 ;;
+  round22a)
+    # prepared in session 21, not run: the row norms' 1/sqrt as rsqrt.approx + one Newton step
+    # (K1Config.rsqrt_nr) in the 32-token K1 against the released one, accurate math, checked
+    # against float64 first (JIT; the 16-token form spills 24 bytes at 80 registers, so it is
+    # timed but not the candidate)
+    K1_SHAPES="H96 1x8192 cu;H8 1x65536 cu;H32 256x512 cu" timeout 240 python bench/k1_round.py \
+      1,128,5,holes,diag,ds,u0k2,ch32 1,128,5,holes,diag,ds,u0k2,ch32,rnr 1,64,12,holes,diag,ds,u0k2,rnr \
+      > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -6 "$OUT/k1_round.log" ;;
   round21a)
     # prepared in session 20, not run: passes A and C with one and two consumers, and the scan with
     # and without prefetch (ScanConfig.prefetch), each checked against float64 (six varlen cases,

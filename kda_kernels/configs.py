@@ -159,6 +159,10 @@ class K1Config:
     # for each 16-row half, 2^(+-G) taken from the chunk's middle so that it stays inside bf16's
     # range; bench/NOTES.md, session 18). K2Config.chunk must match.
     chunk: int = CHUNK
+    # The row norms' 1/sqrt as rsqrt.approx plus one Newton step (_math.NR_SOURCE) instead of
+    # 1 / sqrtf: ~22 -> 5 instructions a norm, ~5% of a 32-token warp's (session 21, static SASS;
+    # not yet run on a GPU). Only for the accurate builds (fast_math takes rsqrt.approx alone).
+    rsqrt_nr: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
     # store), v (the v load), inverse, ab (the Wk and U0 products and stores).
@@ -173,6 +177,7 @@ class K1Config:
                 + ("_mqkdiag" if self.mqk_diag else "")
                 + ("_u0k2" if self.u0_in_k2 else "")
                 + (f"_ch{self.chunk}" if self.chunk != CHUNK else "")
+                + ("_rnr" if self.rsqrt_nr and not self.fast_math else "")
                 + (f"_probe_{self.probe.replace('+', '_')}" if self.probe else ""))
 
     def pass_configs(self) -> dict:

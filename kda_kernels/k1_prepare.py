@@ -48,6 +48,7 @@ def build_k1(cfg: K1Config):
     XORS = [LPR >> j for j in range(1, LPR.bit_length())]   # LPR / 2, ..., 1
     NPASS = R // RPP             # load passes a thread
     fast = cfg.fast_math
+    nr = cfg.rsqrt_nr and not fast
     accum = "float32"
     skip = set(cfg.probe.split("+")) - {""}
     assert not cfg.skip_holes or (cfg.varlen and CPB == 1), "skip_holes: varlen, one chunk a program"
@@ -277,7 +278,7 @@ def build_k1(cfg: K1Config):
             if cfg.min_blocks:
                 T.annotate_min_blocks_per_sm(cfg.min_blocks)
             T.import_source(_math.ACCURATE_SOURCE + (_math.FAST_SOURCE if fast or cfg.ftz else "")
-                            + (_math.FTZ_SOURCE if cfg.ftz and not fast else ""))
+                            + (_math.FTZ_SOURCE if cfg.ftz and not fast else "") + (_math.NR_SOURCE if nr else ""))
             # GVA: value head hv reads q and k of head h, held in a register: inlined, the int64
             # divisions would run once per element loaded.
             h = T.alloc_var("int32", init=_math.gva_head(hv, H, HV))
@@ -365,8 +366,8 @@ def build_k1(cfg: K1Config):
                     if cfg.mqk_diag:
                         ss[2] = ss[2] + T.shfl_xor(ss[2], m)
                 if d8 == 0:
-                    rq_s[r] = _math.rsqrt(ss[0] + 1e-6, fast) * scale
-                    rk_s[r] = _math.rsqrt(ss[1] + 1e-6, fast)
+                    rq_s[r] = _math.rsqrt(ss[0] + 1e-6, fast, nr) * scale
+                    rk_s[r] = _math.rsqrt(ss[1] + 1e-6, fast, nr)
                     if cfg.mqk_diag:
                         dg_s[r] = ss[2] * rq_s[r] * rk_s[r]
             for r in T.Parallel(R):
