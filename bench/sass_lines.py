@@ -1,0 +1,120 @@
+"""Static SASS of kernel builds on the CPU: instruction counts by opcode and by line of the CUDA
+source TileLang generates, side by side, to find where one form spends instructions another does
+not (no GPU: nvcc compiles sm_90a here).
+
+    python bench/sass_lines.py K1_SPEC [K1_SPEC ...]         # bench/k1_round.py variant strings
+    python bench/sass_lines.py --build NAME [--build NAME]    # released builds by name
+    options: --top N (lines and opcodes shown, default 25), --keep DIR (the .cu and .sass files)
+
+Counts are static: straight-line code counts once per program, a loop body once, slow paths
+and both sides of a branch in full. Weigh a line by the warps that run it (a `tx < 32` branch
+runs on one warp of four) before reading it as time. Needs nvcc and nvdisasm (triton's copy is
+found if nvdisasm is not on PATH).
+"""
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def tool(name):
+    path = shutil.which(name)
+    if path:
+        return path
+    import triton
+    cand = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
+    if cand.exists():
+        return str(cand)
+    raise SystemExit(f"{name}: not found on PATH or in triton's bin folder")
+
+
+def source_of(label):
+    """(label, CUDA source) of a k1_round spec or a released build (--build NAME)."""
+    import tilelang
+    from kda_kernels import registry
+    if label.startswith("build:"):
+        b = next(b for b in registry.RELEASED if b.name == label[6:])
+        cfg, prim = b.config, b.prim_func()
+    else:
+        import k1_round
+        from kda_kernels.k1_prepare import build_k1
+        cfg = k1_round.k1_config(label, True)
+        prim = build_k1(cfg)
+    return tilelang.compile(prim, target=registry.TARGET, pass_configs=cfg.pass_configs()).get_kernel_source()
+
+
+def disassemble(src, workdir):
+    import tilelang
+    inc = os.path.dirname(tilelang.__file__)
+    cu, cubin = os.path.join(workdir, "k.cu"), os.path.join(workdir, "k.cubin")
+    Path(cu).write_text(src)
+    r = subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-O3", "-lineinfo", "-std=c++17", f"-I{inc}/src",
+                        f"-I{inc}/3rdparty/cutlass/include", "-o", cubin, cu, "-Xptxas", "-v"],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit(r.stderr[-2000:])
+    regs = " ".join(x.strip() for x in r.stderr.splitlines() if "registers" in x or "spill" in x)
+    return subprocess.run([tool("nvdisasm"), "-g", "-c", cubin], capture_output=True, text=True).stdout, regs
+
+
+def counts(sass):
+    """({opcode: n}, {(file, line): n}) over the instructions of the disassembly."""
+    ops, lines, cur = collections.Counter(), collections.Counter(), None
+    for text in sass.splitlines():
+        m = re.search(r'//## File "([^"]+)", line (\d+)', text)
+        if m:
+            cur = (os.path.basename(m.group(1)), int(m.group(2)))
+            continue
+        m = re.search(r"/\*[0-9a-f]{4}\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", text)
+        if m:
+            ops[m.group(2)] += 1
+            lines[cur] += 1
+    return ops, lines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("specs", nargs="*")
+    ap.add_argument("--build", action="append", default=[])
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--keep")
+    args = ap.parse_args()
+    labels = args.specs + [f"build:{b}" for b in args.build]
+    if not labels:
+        ap.error("give k1_round specs or --build NAME")
+    results = {}
+    for label in labels:
+        work = tempfile.mkdtemp() if not args.keep else os.path.join(args.keep, re.sub(r"[^\w.-]", "_", label))
+        os.makedirs(work, exist_ok=True)
+        src = source_of(label)
+        sass, regs = disassemble(src, work)
+        ops, lines = counts(sass)
+        results[label] = (ops, lines, src.splitlines())
+        print(f"{label}: {sum(ops.values())} instructions; {regs}")
+    names = list(results)
+    print("\nopcode       " + " ".join(f"{i:>7d}" for i in range(len(names))))
+    allops = set().union(*(r[0] for r in results.values()))
+    for op in sorted(allops, key=lambda o: -max(results[n][0][o] for n in names))[:args.top]:
+        print(f"{op:12s} " + " ".join(f"{results[n][0][op]:7d}" for n in names))
+    for i, n in enumerate(names):
+        ops, lines, src = results[n]
+        print(f"\n[{i}] {n}: lines of the generated source by instructions")
+        own = [(c, f, ln) for (f, ln), c in ((k, v) for k, v in lines.items() if k) if f == "k.cu"]
+        for c, _, ln in sorted(own, reverse=True)[:args.top]:
+            print(f"  {c:5d}  L{ln:<5d} {src[ln - 1].strip()[:110] if ln <= len(src) else ''}")
+        other = collections.Counter()
+        for key, c in lines.items():
+            other["(no line)" if key is None else key[0]] += c
+        print("  by file: " + ", ".join(f"{f} {c}" for f, c in other.most_common(6)))
+
+
+if __name__ == "__main__":
+    main()
