@@ -26,22 +26,14 @@ def test_one_newton_step_brings_rsqrt_approx_to_about_one_ulp():
     assert (np.abs(y.astype(np.float64) - exact) / exact).max() < 2.0 ** -22
 
 
-def test_rsqrt_nr_build_proves_and_names_itself(tmp_path):
-    from verify.jobs import _work, module_jobs, run_parallel
+def test_rsqrt_nr_build_proves_and_names_itself():
+    from kda_kernels.registry import Build
+    from verify.jobs import build_job
     from verify.report import PROVED
+    from verify.runner import verify_job
     cfg = K1Config(varlen=True, chunk=32, threads=128, min_blocks=5, skip_holes=True, dyn_search=True,
                    mqk_diag=True, u0_in_k2=True, rsqrt_nr=True)
     assert cfg.name.endswith("_ch32_rnr")
     assert K1Config(fast_math=True, rsqrt_nr=True).name == K1Config(fast_math=True).name  # fast_math: no effect
-    mod = tmp_path / "k1_rnr.py"
-    mod.write_text(
-        "from kda_kernels.configs import K1Config\n"
-        "from kda_kernels.k1_prepare import build_k1\n"
-        f"CFG = {cfg!r}\n"
-        "KERNELS = {'k1_rnr': lambda: build_k1(CFG)}\n"
-        "PRECONDITIONS = {'k1_rnr': CFG.preconditions()}\n"
-        "BANK_BUDGET = {'k1_rnr': CFG.bank_conflict_budget}\n"
-        "PASS_CONFIGS = {'k1_rnr': CFG.pass_configs()}\n"
-        "ANY_CONTENTS = ['k1_rnr']\n")
-    (r,) = run_parallel(_work, [("module", str(mod), j.name) for j in module_jobs(str(mod))], 1)
+    r = verify_job(build_job(Build("k1", cfg)))
     assert r.status == PROVED, [(c.name, c.status) for c in r.checks]

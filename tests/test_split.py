@@ -144,22 +144,17 @@ def test_check_inputs_on_split_shapes():
         api.check_inputs(q, q, q, q, torch.zeros(1, T, H), cu_seqlens=torch.tensor([0, T]), **a)
 
 
-def test_prefetching_scan_proves_and_keeps_its_loads_off_the_chain(tmp_path):
-    """ScanConfig.prefetch (session 20, not released until timed on the H200): verify proves it,
-    and inside the segment loop every global load is of segment min(g + 1, G - 1)."""
-    from verify.jobs import module_jobs, run_parallel, _work
+def test_prefetching_scan_proves_and_keeps_its_loads_off_the_chain():
+    """ScanConfig.prefetch (session 20, not released until timed on the H200): verify proves it
+    as it proves a release, and inside the segment loop every global load is of segment
+    min(g + 1, G - 1)."""
+    from verify.jobs import build_job
     from verify.report import PROVED
-    mod = tmp_path / "scan_pf.py"
-    mod.write_text(
-        "from kda_kernels.configs import ScanConfig\n"
-        "from kda_kernels.k2_scan import build_scan\n"
-        "CFG = ScanConfig(varlen=True, initial_state='bfloat16', final_state=True, prefetch=True)\n"
-        "KERNELS = {'scan_pf': lambda: build_scan(CFG)}\n"
-        "PRECONDITIONS = {'scan_pf': CFG.preconditions()}\n"
-        "BANK_BUDGET = {'scan_pf': CFG.bank_conflict_budget}\n")
-    (r,) = run_parallel(_work, [("module", str(mod), j.name) for j in module_jobs(str(mod))], 1)
-    assert r.status == PROVED, [(c.name, c.status) for c in r.checks]
+    from verify.runner import verify_job
     from kda_kernels.configs import ScanConfig
+    r = verify_job(build_job(registry.Build("k2_scan", ScanConfig(varlen=True, initial_state="bfloat16",
+                                                                  final_state=True, prefetch=True))))
+    assert r.status == PROVED, [(c.name, c.status) for c in r.checks]
     from kda_kernels.k2_scan import build_scan
     body = str(build_scan(ScanConfig(varlen=True, prefetch=True)).script())
     loop = body[body.index("for g in"):]

@@ -11,9 +11,16 @@ from pathlib import Path
 
 def _registry_job(name: str):
     from kda_kernels import registry
+    return build_job(registry.BY_NAME[name])
+
+
+def build_job(b):
+    """The job that proves a kda_kernels Build as a release is proved (its config's
+    preconditions, derived shape variables, bank budget; any cu_seqlens contents), whether or not
+    the registry releases it."""
+    from kda_kernels import registry
 
     from .runner import Job
-    b = registry.BY_NAME[name]
     cfg = b.config
     return Job(name=b.name, factory=b.prim_func, pass_configs=registry.pass_configs(b),
                preconditions=list(cfg.preconditions()), derived=dict(cfg.derived_vars()),
