@@ -219,10 +219,7 @@ def run_shape(i, H, lens, do_bench, HV=None):
                 row[f"{lib}_extra_MB_error"] = f"{type(e).__name__}: {str(e)[:200]}"
     try:
         from kda_tile import api
-        from kda_tile.api import use_split
-        from kda_kernels.configs import SPLIT_CHUNK
-        row["kda_tile_split"] = use_split(d["q"], d["v"], d["cu"])
-        row["kda_tile_chunk"] = SPLIT_CHUNK if row["kda_tile_split"] else api.chunk_for(d["q"], d["v"], d["cu"])
+        row["kda_tile_split"], row["kda_tile_chunk"] = api._plan(d["q"], d["v"], d["cu"])
         with torch.inference_mode():
             k1_fn, k2_fn = stage_timers(d)
             row["kda_tile_k1_ms"] = do_bench(k1_fn, warmup=25, rep=200, return_mode="median")

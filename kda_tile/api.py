@@ -93,6 +93,20 @@ FORCE_SPLIT = {"1": True, "0": False}.get(os.environ.get("KDA_TILE_SPLIT", ""))
 _RULES_MIN_TOKENS = min(_SPLIT_MIN_TOKENS, _configs.CHUNK32_MIN_TOKENS)
 
 
+def _plan(q, v, cu_seqlens):
+    """(split, chunk) of a call: use_split, then the split's chunk or chunk_for. Calls too short
+    for either rule (the host-bound ones) are decided by one read of q's shape. A fixed batch
+    that would split stays unsplit with chunk_for's chunk."""
+    try:
+        if q.shape[1] < _RULES_MIN_TOKENS and FORCE_SPLIT is None and FORCE_CHUNK is None:
+            return False, 16
+    except (AttributeError, IndexError, TypeError):
+        pass
+    if use_split(q, v, cu_seqlens):
+        return True, _configs.SPLIT_CHUNK
+    return False, chunk_for(q, v, cu_seqlens)
+
+
 def _gated_entry(*builds):
     """The generated host entry of a (K1, K2) pair or of one build, once every build passes the
     release gate and the entry is bound to the IR hashes the manifest proved (its binding.json).
@@ -149,8 +163,9 @@ def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=No
     share (default: a CUDA device), so the rules can be exercised on the CPU."""
     # a fixed batch that would take the split is checked by the unsplit entry (the same rules on
     # the [B, T] shapes; the split sees it as packed sequences)
-    split = cu_seqlens is not None and use_split(q, v, cu_seqlens)
-    chunk = _configs.SPLIT_CHUNK if split else chunk_for(q, v, cu_seqlens)
+    split, chunk = _plan(q, v, cu_seqlens)
+    if split and cu_seqlens is None:
+        split, chunk = False, chunk_for(q, v, cu_seqlens)
     builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
     kw = _expect_device(device)
     entry = _gated_entry(*builds)
@@ -211,24 +226,14 @@ def _eager(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, 
         _require_bool("output_final_state", output_final_state)
     if _grad_enabled() and _may_require_grad(q, k, v, g, beta, A_log, dt_bias, initial_state):
         _no_grad_inputs(_TENSOR_ARGS, (q, k, v, g, beta, A_log, dt_bias, initial_state), "kda_tile has no backward yet")
-    try:  # fewer tokens than either shape rule needs (the host-bound calls): one shape read for both
-        short = q.shape[1] < _RULES_MIN_TOKENS and FORCE_SPLIT is None and FORCE_CHUNK is None
-    except (AttributeError, IndexError, TypeError):
-        short = False
-    if short:
-        split, chunk = False, 16
-    else:
-        split = use_split(q, v, cu_seqlens)
-        chunk = None
+    split, chunk = _plan(q, v, cu_seqlens)
     if split and cu_seqlens is None:
         flat = _as_sequences(q, k, v, g, beta, out)
         if flat is not None:
             o, ht = _eager(*flat[:5], A_log, dt_bias, lower_bound, scale, initial_state, output_final_state, flat[6],
                            fast_math, flat[5], final_state_out)
             return (out if out is not None else o.view(v.shape)), ht
-        split = False
-    if chunk is None:
-        chunk = _configs.SPLIT_CHUNK if split else chunk_for(q, v, cu_seqlens)
+        split, chunk = False, chunk_for(q, v, cu_seqlens)
     if out is not None or final_state_out is not None:
         return _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
                              cu_seqlens, fast_math, out, final_state_out, split, chunk)
