@@ -53,6 +53,8 @@ def k2(nw=1, lean=None, **kw):
 SCAN_BRS = [int(x) for x in os.environ.get("SPLIT_SCAN_BR", str(ScanConfig().block_rows)).split(",")]
 # ScanConfig.prefetch to measure (SPLIT_SCAN_PF, comma-separated 0/1: each is checked and timed)
 SCAN_PFS = [bool(int(x)) for x in os.environ.get("SPLIT_SCAN_PF", "0").split(",")]
+# every (consumers, scan prefetch, scan rows, lean pass A) measured
+VARIANTS = list(itertools.product(NWS, SCAN_PFS, SCAN_BRS, LEANS))
 
 
 def split_calls(d, ws, L, h0=None, final=True, nw=1, pf=False, br=SCAN_BRS[0], lean=None):
@@ -99,7 +101,7 @@ def correctness():
             h0 = torch.randn(N, H, 128, 128, device="cuda").to(sdt)
             ro, rht = kda_recurrent(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"], dt_bias=d["dt_bias"],
                                     lower_bound=-5.0, cu_seqlens=d["cu"], initial_state=h0, output_final_state=True)
-            for L, nw, pf, br, lean in itertools.product(Gs, NWS, SCAN_PFS, SCAN_BRS, LEANS):
+            for L, (nw, pf, br, lean) in itertools.product(Gs, VARIANTS):
                 go1, ws = k1_round.run_k1(K1_SPEC, d)
                 go1()
                 go_a, go_s, go_c, o, ht = split_calls(d, ws, L, h0, nw=nw, pf=pf, br=br, lean=lean)
@@ -143,7 +145,7 @@ def main():
         go_full = lambda: kfull(*wf, d["cu"], h0, o_f, ht_f)  # noqa: E731
         row = dict(shape=label, K1=do_bench(go1, warmup=5, rep=50, return_mode="median"),
                    K2=do_bench(go_full, warmup=5, rep=50, return_mode="median"))
-        for G, nw, pf, br, lean in itertools.product(Gs, NWS, SCAN_PFS, SCAN_BRS, LEANS):
+        for G, (nw, pf, br, lean) in itertools.product(Gs, VARIANTS):
             L = max(1, (T // CH + G - 1) // G)
             go_a, go_s, go_c, o, ht = split_calls(d, ws, L, h0, nw=nw, pf=pf, br=br, lean=lean)
             go_a(), go_s(), go_c()
