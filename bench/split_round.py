@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 import k1_round  # noqa: E402  (inputs, the released K1 through the JIT)
-from kda_kernels.configs import K2Config, ScanConfig, split_pass  # noqa: E402
+from kda_kernels.configs import SPLIT_CONSUMERS, SPLIT_LEAN_ID, K2Config, ScanConfig, split_pass  # noqa: E402
 from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
 
 compiled = k1_round.compiled
@@ -35,13 +35,13 @@ K1_SPEC = "1,128,5,holes,diag,ds,u0k2,ch32" if CH == 32 else "1,64,12,holes,diag
 
 
 # Consumer warpgroups a program of passes A and C (SPLIT_NW, comma-separated: each is checked and
-# timed in this process; configs.SPLIT_CONSUMERS is the released one)
-NWS = [int(x) for x in os.environ.get("SPLIT_NW", "1").split(",")]
+# timed in this process; the released configs.SPLIT_CONSUMERS by default)
+NWS = [int(x) for x in os.environ.get("SPLIT_NW", str(SPLIT_CONSUMERS)).split(",")]
 
 
-# Pass A's identity rows lean or not (SPLIT_LEAN, comma-separated 0/1; configs.SPLIT_LEAN_ID is
-# the released one)
-LEANS = [bool(int(x)) for x in os.environ.get("SPLIT_LEAN", "1").split(",")]
+# Pass A's identity rows lean or not (SPLIT_LEAN, comma-separated 0/1; the released
+# configs.SPLIT_LEAN_ID by default)
+LEANS = [bool(int(x)) for x in os.environ.get("SPLIT_LEAN", str(int(SPLIT_LEAN_ID))).split(",")]
 
 
 def k2(nw=1, lean=None, **kw):
