@@ -8,8 +8,8 @@ not (no GPU: nvcc compiles sm_90a here).
 
 Counts are static: straight-line code counts once per program, a loop body once, slow paths
 and both sides of a branch in full. Weigh a line by the warps that run it (a `tx < 32` branch
-runs on one warp of four) before reading it as time. Needs nvcc and nvdisasm (triton's copy is
-found if nvdisasm is not on PATH).
+runs on one warp of four) before reading it as time. Needs nvcc, nvdisasm and cuobjdump (triton's copies are
+found if they are not on PATH).
 """
 import argparse
 import collections
@@ -36,33 +36,29 @@ def tool(name):
     raise SystemExit(f"{name}: not found on PATH or in triton's bin folder")
 
 
-def source_of(label):
-    """(label, CUDA source) of a k1_round spec or a released build (--build NAME)."""
-    import tilelang
+def build_of(label):
+    """The Build of a k1_round spec, or of a released build (label "build:NAME")."""
     from kda_kernels import registry
     if label.startswith("build:"):
-        b = next(b for b in registry.RELEASED if b.name == label[6:])
-        cfg, prim = b.config, b.prim_func()
-    else:
-        import k1_round
-        from kda_kernels.k1_prepare import build_k1
-        cfg = k1_round.k1_config(label, True)
-        prim = build_k1(cfg)
-    return tilelang.compile(prim, target=registry.TARGET, pass_configs=cfg.pass_configs()).get_kernel_source()
+        return registry.BY_NAME[label[6:]]
+    import k1_round
+    return registry.Build("k1", k1_round.k1_config(label, True))
 
 
-def disassemble(src, workdir):
+def disassemble(build, workdir):
+    """(CUDA source, nvdisasm -g listing, register and spill line) of one build, its cubin made
+    as the release's are (host_codegen.cpp_entry.compile_cuda: TileLang's nvcc flags, line info)."""
     import tilelang
-    inc = os.path.dirname(tilelang.__file__)
-    cu, cubin = os.path.join(workdir, "k.cu"), os.path.join(workdir, "k.cubin")
-    Path(cu).write_text(src)
-    r = subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-O3", "-lineinfo", "-std=c++17", f"-I{inc}/src",
-                        f"-I{inc}/3rdparty/cutlass/include", "-o", cubin, cu, "-Xptxas", "-v"],
-                       capture_output=True, text=True)
-    if r.returncode:
-        raise SystemExit(r.stderr[-2000:])
-    regs = " ".join(x.strip() for x in r.stderr.splitlines() if "registers" in x or "spill" in x)
-    return subprocess.run([tool("nvdisasm"), "-g", "-c", cubin], capture_output=True, text=True).stdout, regs
+    from host_codegen.cpp_entry import compile_cuda
+    from kda_kernels import registry
+    src = tilelang.compile(build.prim_func(), target=registry.TARGET,
+                           pass_configs=build.config.pass_configs()).get_kernel_source()
+    Path(workdir, "k.cu").write_text(src)
+    cubin = os.path.join(workdir, "k.cubin")
+    Path(cubin).write_bytes(compile_cuda(src, build))
+    usage = subprocess.run([tool("cuobjdump"), "-res-usage", cubin], capture_output=True, text=True).stdout
+    regs = " ".join(x.strip() for x in usage.splitlines() if "REG:" in x)
+    return src, subprocess.run([tool("nvdisasm"), "-g", "-c", cubin], capture_output=True, text=True).stdout, regs
 
 
 def counts(sass):
@@ -94,8 +90,7 @@ def main():
     for label in labels:
         work = tempfile.mkdtemp() if not args.keep else os.path.join(args.keep, re.sub(r"[^\w.-]", "_", label))
         os.makedirs(work, exist_ok=True)
-        src = source_of(label)
-        sass, regs = disassemble(src, work)
+        src, sass, regs = disassemble(build_of(label), work)
         ops, lines = counts(sass)
         results[label] = (ops, lines, src.splitlines())
         print(f"{label}: {sum(ops.values())} instructions; {regs}")
@@ -107,7 +102,8 @@ def main():
     for i, n in enumerate(names):
         ops, lines, src = results[n]
         print(f"\n[{i}] {n}: lines of the generated source by instructions")
-        own = [(c, f, ln) for (f, ln), c in ((k, v) for k, v in lines.items() if k) if f == "k.cu"]
+        # the generated source is the one .cu file (its name is the compiler's temporary)
+        own = [(c, f, ln) for (f, ln), c in ((k, v) for k, v in lines.items() if k) if f.endswith(".cu")]
         for c, _, ln in sorted(own, reverse=True)[:args.top]:
             print(f"  {c:5d}  L{ln:<5d} {src[ln - 1].strip()[:110] if ln <= len(src) else ''}")
         other = collections.Counter()
