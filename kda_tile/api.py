@@ -219,34 +219,83 @@ _grad_enabled = torch.is_grad_enabled
 
 def _eager(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state, cu_seqlens,
            fast_math, out, final_state_out):
-    """kda_prefill's eager body, with positional arguments (a keyword call of 15 costs ~0.5 us)."""
+    """kda_prefill's eager body, with positional arguments (a keyword call of 15 costs ~0.5 us).
+    The steady-state path is ~1 us of Python before the one call into the entry: a call too short
+    for either shape rule reads q's shape once, and calls with caller outputs go to the entry's raw
+    call from here (each further Python frame of ~17 arguments costs ~0.1 us)."""
     if fast_math is not True and fast_math is not False:
         _require_bool("fast_math", fast_math)
     if output_final_state is not True and output_final_state is not False:
         _require_bool("output_final_state", output_final_state)
     if _grad_enabled() and _may_require_grad(q, k, v, g, beta, A_log, dt_bias, initial_state):
         _no_grad_inputs(_TENSOR_ARGS, (q, k, v, g, beta, A_log, dt_bias, initial_state), "kda_tile has no backward yet")
-    split, chunk = _plan(q, v, cu_seqlens)
-    if split and cu_seqlens is None:
-        flat = _as_sequences(q, k, v, g, beta, out)
-        if flat is not None:
-            o, ht = _eager(*flat[:5], A_log, dt_bias, lower_bound, scale, initial_state, output_final_state, flat[6],
-                           fast_math, flat[5], final_state_out)
-            return (out if out is not None else o.view(v.shape)), ht
-        split, chunk = False, chunk_for(q, v, cu_seqlens)
-    if out is not None or final_state_out is not None:
-        return _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
-                             cu_seqlens, fast_math, out, final_state_out, split, chunk)
-    try:  # the steady-state path: ~1 us of Python before the one call into the entry
-        fn = _ENTRIES[_dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, split, chunk)]
-    except (KeyError, AttributeError, IndexError, TypeError):
-        fn = _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
     try:
-        return fn(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale)
+        short = q.shape[1] < _RULES_MIN_TOKENS and FORCE_SPLIT is None and FORCE_CHUNK is None
+    except (AttributeError, IndexError, TypeError):
+        short = False
+    if short:
+        split, chunk = False, 16
+    else:
+        split, chunk = _plan(q, v, cu_seqlens)
+        if split and cu_seqlens is None:
+            flat = _as_sequences(q, k, v, g, beta, out)
+            if flat is not None:
+                o, ht = _eager(*flat[:5], A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
+                               flat[6], fast_math, flat[5], final_state_out)
+                return (out if out is not None else o.view(v.shape)), ht
+            split, chunk = False, chunk_for(q, v, cu_seqlens)
+    try:  # _dispatch_key, inline
+        key = (cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
+               output_final_state, split, chunk)
+    except AttributeError:
+        key = None
+    if out is None and final_state_out is None:
+        try:
+            fn = _ENTRIES[key]
+        except (KeyError, TypeError):
+            fn = _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
+        try:
+            return fn(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale)
+        except RuntimeError:
+            _device_types(q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu_seqlens,
+                          initial_state=initial_state)
+            raise
+    # caller-provided outputs: one call of the entry, which checks them (the same rules as for its
+    # own outputs, plus no overlap with any input) and writes them
+    if final_state_out is not None and not output_final_state:
+        raise ValueError("final_state_out: given, but output_final_state is False")
+    try:
+        raw, flags = _RAW[key]
+    except (KeyError, TypeError):
+        _out_types(out, final_state_out)
+        _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
+        raw, flags = _raw_for(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
+    # flags bit 3: the entry returns o alone (None when out was given); only when no final state
+    # would be dropped
+    single = final_state_out is not None or not output_final_state
+    try:
+        r = raw(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale, out, final_state_out,
+                flags | 8 if single else flags)
+    except (TypeError, ValueError) as e:  # the entry names its own parameters o and final_state
+        _out_types(out, final_state_out)
+        msg = str(e)
+        for entry_name, api_name in (("o: ", "out: "), ("final_state: ", "final_state_out: ")):
+            if msg.startswith(entry_name):
+                raise type(e)(api_name + msg[len(entry_name):]) from None
+        raise
     except RuntimeError:
         _device_types(q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu_seqlens,
-                      initial_state=initial_state)
+                      initial_state=initial_state, out=out, final_state_out=final_state_out)
         raise
+    if single:
+        return (out if r is None else r), final_state_out
+    return (out if r[0] is None else r[0]), (final_state_out if r[1] is None else r[1])
+
+
+def _out_types(out, final_state_out):
+    for name, t in (("out", out), ("final_state_out", final_state_out)):
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name}: expected a torch.Tensor or None, got {type(t).__name__}")
 
 
 def _dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, split, chunk=16):
@@ -257,7 +306,6 @@ def _dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, spli
 
 
 _TENSOR_ARGS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")
-_TENSOR_OR_NONE = (torch.Tensor, type(None))
 
 
 # (B, T, device) -> cu_seqlens of B sequences of T tokens: the sequence split is built for
@@ -282,42 +330,6 @@ def _as_sequences(q, k, v, g, beta, out):
         if not (q.is_cuda and torch.cuda.is_current_stream_capturing()):
             _FIXED_CU[key] = cu
     return flat + [cu]
-
-
-def _with_outputs(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
-                  cu_seqlens, fast_math, out, final_state_out, split=False, chunk=16):
-    """kda_prefill into caller-provided outputs: one call of the entry, which checks them (the
-    same rules as for its own outputs, plus no overlap with any input) and writes them."""
-    if final_state_out is not None and not output_final_state:
-        raise ValueError("final_state_out: given, but output_final_state is False")
-    if not isinstance(out, _TENSOR_OR_NONE) or not isinstance(final_state_out, _TENSOR_OR_NONE):
-        for name, t in (("out", out), ("final_state_out", final_state_out)):
-            if t is not None and not isinstance(t, torch.Tensor):
-                raise TypeError(f"{name}: expected a torch.Tensor or None, got {type(t).__name__}")
-    try:
-        raw, flags = _RAW[_dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, split, chunk)]
-    except (KeyError, AttributeError, IndexError, TypeError):
-        _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
-        raw, flags = _raw_for(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
-    # flags bit 3: the entry returns o alone (None when out was given); only when no final state
-    # would be dropped
-    single = final_state_out is not None or not output_final_state
-    try:
-        r = raw(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale, out, final_state_out,
-                flags | (8 if single else 0))
-    except (TypeError, ValueError) as e:  # the entry names its own parameters o and final_state
-        msg = str(e)
-        for entry_name, api_name in (("o: ", "out: "), ("final_state: ", "final_state_out: ")):
-            if msg.startswith(entry_name):
-                raise type(e)(api_name + msg[len(entry_name):]) from None
-        raise
-    except RuntimeError:
-        _device_types(q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu_seqlens,
-                      initial_state=initial_state, out=out, final_state_out=final_state_out)
-        raise
-    if single:
-        return (out if r is None else r), final_state_out
-    return (out if r[0] is None else r[0]), (final_state_out if r[1] is None else r[1])
 
 
 # (the dispatch key above) -> (the entry's raw TVM-FFI call, its launch flags), for caller outputs

@@ -107,6 +107,19 @@ def test_caller_output_errors(x, fake_raw):
     assert not fake_raw.calls
 
 
+def test_caller_output_type_named_on_the_warm_path(x, monkeypatch):
+    """With the entry's raw call cached, a non-tensor out still gets the API's one-line error."""
+    calls = []
+
+    def raw(*a):
+        calls.append(a)
+        raise TypeError(f"o: expected a Tensor or None, got {type(a[11]).__name__}")
+    monkeypatch.setattr(api, "_RAW", {api._dispatch_key(None, None, False, False, False, 16): (raw, 128)})
+    with pytest.raises(TypeError, match="^out: expected a torch.Tensor or None, got list"):
+        call(x, out=[1])
+    assert len(calls) == 1
+
+
 def test_entry_errors_name_the_api_arguments(x, monkeypatch):
     def raw(*a):
         raise ValueError("o: expected no overlap with q (outputs must not alias inputs), got overlapping memory")
