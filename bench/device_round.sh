@@ -45,6 +45,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20b # bench_peers, every shape from BENCH_SKIP on, per-shape seconds; report from the rows (< 10 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round22b # session 22: release of rsqrt_nr in the 32-token K1: build, matrix forced to 32, split tests, stage times (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22a # prepared in session 21: the 32-token K1 with Newton-refined rsqrt norms against the released one (JIT, ~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21a # prepared in session 20: two-consumer passes and the prefetching scan against float64 and timed (JIT, ~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21c # session 21: the scan at 2, 4, 8 rows a program, with and without prefetch, two-consumer passes (JIT, ~3 min)
@@ -457,6 +458,24 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
       timeout 150 python bench/split_round.py 8 16 32 > "$OUT/split_round.log" 2>&1
     grep -E "^shape|^H" "$OUT/split_round.log" | tail -20
     split_check 260 ;;
+  round22b)
+    # session 22: the release of the Newton-refined norms in the accurate 32-token K1 builds
+    # (K1Config.rsqrt_nr) through the generated host entry: build, the GPU matrix with every unsplit
+    # call forced to 32-token chunks (the 16-token builds are unchanged), the split tests (their K1
+    # is the varlen 32-token build), stage and host times
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    KDA_TILE_CHUNK=32 timeout 160 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      tests/test_reference.py -k "not split" > "$OUT/pytest_gpu_32.log" 2>&1
+    echo "matrix (32): $(grep -E "passed|failed" "$OUT/pytest_gpu_32.log" | tail -1)"
+    grep -E "^FAILED|Error" "$OUT/pytest_gpu_32.log" | head -5
+    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_32.json" 2>/dev/null
+    timeout 240 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k split \
+      > "$OUT/pytest_split.log" 2>&1
+    echo "split tests: $(grep -E "passed|failed" "$OUT/pytest_split.log" | tail -1)"
+    grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
+    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
+    timeout 70 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -16 ;;
   round22a)
     # prepared in session 21, not run: the row norms' 1/sqrt as rsqrt.approx + one Newton step
     # (K1Config.rsqrt_nr) in the 32-token K1 against the released one, accurate math, checked
