@@ -45,6 +45,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20b # bench_peers, every shape from BENCH_SKIP on, per-shape seconds; report from the rows (< 10 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round22c # session 22: 32-token K1 cuts tu/ir/ho (JIT), split_api, host time beside the launch floor (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22b # session 22: release of rsqrt_nr in the 32-token K1: build, matrix forced to 32, split tests, stage times (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22a # prepared in session 21: the 32-token K1 with Newton-refined rsqrt norms against the released one (JIT, ~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round21a # prepared in session 20: two-consumer passes and the prefetching scan against float64 and timed (JIT, ~5 min)
@@ -476,6 +477,23 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
     mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
     timeout 70 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -16 ;;
+  round22c)
+    # session 22: the 32-token K1's further cuts (tu: the gate's tail mask in a branch, ir: the
+    # inverse's off-diagonal products from row vectors, ho: GVA's head divided once a program)
+    # against the released (rnr) build, JIT, checked against float64 first; then through the host
+    # entry: the split at H8 1x65536 (split_api --quick) and host time at T = 64, H = 1 after the
+    # caller-outputs path's shortening, beside the launch floor
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    K1_SHAPES="H96 1x8192 cu;H8 1x65536 cu;H32 256x512 cu" timeout 200 python bench/k1_round.py \
+      1,128,5,holes,diag,ds,u0k2,ch32,rnr 1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu 1,128,5,holes,diag,ds,u0k2,ch32,rnr,ir \
+      1,128,5,holes,diag,ds,u0k2,ch32,rnr,ho 1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,ir,ho > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -7 "$OUT/k1_round.log"
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
+    grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6
+    timeout 40 python bench/launch_floor.py > "$OUT/floor.log" 2>&1; grep -E "Graph|cuLaunch" "$OUT/floor.log" | head -4
+    timeout 150 python bench/host_overhead.py --iters 3000 > "$OUT/host.log" 2>&1; grep -E "out=|floor: TVM|C\+\+ entry, graph" "$OUT/host.log" | head -12
+    timeout 40 python bench/launch_floor.py > "$OUT/floor2.log" 2>&1; grep -E "Graph|cuLaunch" "$OUT/floor2.log" | head -4 ;;
   round22a)
     # prepared in session 21, not run: the row norms' 1/sqrt as rsqrt.approx + one Newton step
     # (K1Config.rsqrt_nr) in the 32-token K1 against the released one, accurate math, checked

@@ -163,6 +163,17 @@ class K1Config:
     # 1 / sqrtf: ~22 -> 5 instructions a norm, ~5% of a 32-token warp's (session 21, static SASS;
     # not yet run on a GPU). Only for the accurate builds (fast_math takes rsqrt.approx alone).
     rsqrt_nr: bool = False
+    # 32-token chunks: the gate's tail mask (rows past the chunk's tokens add nothing to G) in a
+    # branch taken only by a half that holds such rows, not a select per element (~64 instructions a
+    # thread of the column pass; session 22).
+    tail_unswitch: bool = False
+    # 32-token chunks: the inverse's off-diagonal products X = L21 A11 and A21 = -A22 X with one row
+    # a thread read as 16-byte vectors and two adjacent columns a thread (~40 fewer shared loads a
+    # thread; session 22).
+    inv_rows: bool = False
+    # GVA's q/k head (two integer divisions) computed by thread 0 and read from shared memory,
+    # not by every thread (~65 instructions a warp; session 22).
+    head_once: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
     # store), v (the v load), inverse, ab (the Wk and U0 products and stores).
@@ -178,6 +189,9 @@ class K1Config:
                 + ("_u0k2" if self.u0_in_k2 else "")
                 + (f"_ch{self.chunk}" if self.chunk != CHUNK else "")
                 + ("_rnr" if self.rsqrt_nr and not self.fast_math else "")
+                + ("_tu" if self.tail_unswitch and self.chunk == 2 * CHUNK else "")
+                + ("_ir" if self.inv_rows and self.chunk == 2 * CHUNK else "")
+                + ("_ho" if self.head_once else "")
                 + (f"_probe_{self.probe.replace('+', '_')}" if self.probe else ""))
 
     def pass_configs(self) -> dict:

@@ -122,7 +122,16 @@ def build_k1(cfg: K1Config):
                     s_ = sigm(a_h * x + nb[e], fast)
                 else:
                     s_ = T.call_extern("float32", "kda_rcp_1p_ex2_ftz", (-_math.LOG2E * a_h) * x + nb[e])
-                gcol[i, e] = T.if_then_else(hf * SUB + i < slot_len[0], lbl * s_, 0.0)
+                if cfg.tail_unswitch:
+                    gcol[i, e] = lbl * s_
+                else:
+                    gcol[i, e] = T.if_then_else(hf * SUB + i < slot_len[0], lbl * s_, 0.0)
+        if cfg.tail_unswitch:
+            # rows past the chunk's tokens (g zero-filled: s_ finite) out of G, in the half that has some
+            if hf * SUB + SUB > slot_len[0]:
+                for i in T.unroll(SUB):
+                    for e in T.unroll(2):
+                        gcol[i, e] = T.if_then_else(hf * SUB + i < slot_len[0], gcol[i, e], 0.0)
         for i in T.unroll(1, SUB):
             for e in T.unroll(2):
                 gcol[i, e] = gcol[i, e] + gcol[i - 1, e]
@@ -188,17 +197,45 @@ def build_k1(cfg: K1Config):
             for i in T.unroll(SUB):
                 Ad_s[hb * SUB + i, j] = acol[i]
                 Ab_s[hb * SUB + i, hb * SUB + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[hb * SUB + j])
-        for i, j in T.Parallel(SUB, SUB):
-            x = T.alloc_var(accum, init=0.0)
-            for m in T.unroll(SUB):
-                x = x + L_s[SUB + i, m] * Ad_s[m, j]
-            X_s[i, j] = x
-        for i, j in T.Parallel(SUB, SUB):
-            a21 = T.alloc_var(accum, init=0.0)
-            for m in T.unroll(SUB):
-                a21 = a21 - Ad_s[SUB + i, m] * X_s[m, j]
-            Ab_s[SUB + i, j] = T.Cast(cfg.mat_dtype, a21 * beta_s[j])
-            Ab_s[i, SUB + j] = T.Cast(cfg.mat_dtype, 0)
+        if cfg.inv_rows:
+            # thread (i, j2): row i of the left factor as vectors, columns 2 j2, 2 j2 + 1
+            for i, j2 in T.Parallel(SUB, SUB // 2):
+                lrow = T.alloc_local((SUB,), accum)
+                xo = T.alloc_local((2,), accum)
+                for m in T.vectorized(SUB):
+                    lrow[m] = L_s[SUB + i, m]
+                for e in T.unroll(2):
+                    xo[e] = 0.0
+                for m in T.unroll(SUB):
+                    for e in T.unroll(2):
+                        xo[e] = xo[e] + lrow[m] * Ad_s[m, j2 * 2 + e]
+                for e in T.vectorized(2):
+                    X_s[i, j2 * 2 + e] = xo[e]
+            for i, j2 in T.Parallel(SUB, SUB // 2):
+                arow = T.alloc_local((SUB,), accum)
+                ao = T.alloc_local((2,), accum)
+                for m in T.vectorized(SUB):
+                    arow[m] = Ad_s[SUB + i, m]
+                for e in T.unroll(2):
+                    ao[e] = 0.0
+                for m in T.unroll(SUB):
+                    for e in T.unroll(2):
+                        ao[e] = ao[e] - arow[m] * X_s[m, j2 * 2 + e]
+                for e in T.unroll(2):
+                    Ab_s[SUB + i, j2 * 2 + e] = T.Cast(cfg.mat_dtype, ao[e] * beta_s[j2 * 2 + e])
+                    Ab_s[i, SUB + j2 * 2 + e] = T.Cast(cfg.mat_dtype, 0)
+        else:
+            for i, j in T.Parallel(SUB, SUB):
+                x = T.alloc_var(accum, init=0.0)
+                for m in T.unroll(SUB):
+                    x = x + L_s[SUB + i, m] * Ad_s[m, j]
+                X_s[i, j] = x
+            for i, j in T.Parallel(SUB, SUB):
+                a21 = T.alloc_var(accum, init=0.0)
+                for m in T.unroll(SUB):
+                    a21 = a21 - Ad_s[SUB + i, m] * X_s[m, j]
+                Ab_s[SUB + i, j] = T.Cast(cfg.mat_dtype, a21 * beta_s[j])
+                Ab_s[i, SUB + j] = T.Cast(cfg.mat_dtype, 0)
 
     @T.macro
     def slot_search(cu_seqlens, slot):
@@ -281,8 +318,14 @@ def build_k1(cfg: K1Config):
                             + (_math.FTZ_SOURCE if cfg.ftz and not fast else "") + (_math.NR_SOURCE if nr else ""))
             # GVA: value head hv reads q and k of head h, held in a register: inlined, the int64
             # divisions would run once per element loaded.
-            h = T.alloc_var("int32", init=_math.gva_head(hv, H, HV))
             tx = T.get_thread_binding()
+            if cfg.head_once:
+                # thread 0 divides, beside the slot's values; the rest read it after their barrier
+                head_s = T.alloc_shared((1,), "int32")
+                if tx == 0:
+                    head_s[0] = _math.gva_head(hv, H, HV)
+            else:
+                h = T.alloc_var("int32", init=_math.gva_head(hv, H, HV))
             if cfg.skip_holes:
                 # every thread finds the slot's chunk (the same loads, so the same values), and the
                 # whole block leaves at a hole
@@ -315,6 +358,8 @@ def build_k1(cfg: K1Config):
             # off and its address clamped into the tensor). Rows and predicates first, then the
             # copies back to back: TileLang puts a barrier between a copy and a later read of shared
             # memory.
+            if cfg.head_once:
+                h = T.alloc_var("int32", init=T.min(T.max(head_s[0], 0), H - 1))
             ld_t = T.alloc_local((NPASS,), "int32")
             ld_b = T.alloc_local((NPASS,), "int32")
             ld_ok = T.alloc_local((NPASS,), "bool")
