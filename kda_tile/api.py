@@ -91,6 +91,7 @@ _SPLIT_MIN_TOKENS = (_configs.SPLIT_MIN_G * _configs.SPLIT_MIN_CHUNKS - 1) * 16 
 FORCE_SPLIT = {"1": True, "0": False}.get(os.environ.get("KDA_TILE_SPLIT", ""))
 # below this many tokens in q.shape[1] neither rule applies: no split, 16-token chunks
 _RULES_MIN_TOKENS = min(_SPLIT_MIN_TOKENS, _configs.CHUNK32_MIN_TOKENS)
+_RULES_MIN_ELEMS = _RULES_MIN_TOKENS * 128   # q's elements: fewer, and no q row is that long
 
 
 def _plan(q, v, cu_seqlens):
@@ -173,6 +174,13 @@ def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=No
                                validate=validate, **kw)
 
 
+# Module-level names for the per-call checks: each attribute lookup on `torch` costs ~40 ns, and
+# the whole steady-state path is ~1 us of Python (each further Python frame of ~15 arguments
+# costs ~0.1 us, so the eager body is kda_prefill's own).
+_is_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
+
+
 def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None,
                 initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False,
                 out=None, final_state_out=None):
@@ -199,39 +207,15 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
         o, ht = torch.ops.kda_tile.prefill(q, k, v, g, beta, A_log, dt_bias, float(lower_bound), scale,
                                            initial_state, bool(output_final_state), cu_seqlens, bool(fast_math))
         return o, (ht if output_final_state else None)
-    return _eager(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state, cu_seqlens,
-                  fast_math, out, final_state_out)
-
-
-def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None,
-                      initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False,
-                      out=None, final_state_out=None):
-    """kda_prefill without the torch.compile hook: what the custom op runs on CUDA."""
-    return _eager(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state, cu_seqlens,
-                  fast_math, out, final_state_out)
-
-
-# Module-level names for the per-call checks: each attribute lookup on `torch` costs ~40 ns, and
-# the whole steady-state path is ~1-2 us of Python.
-_is_compiling = torch.compiler.is_compiling
-_grad_enabled = torch.is_grad_enabled
-
-
-def _eager(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state, cu_seqlens,
-           fast_math, out, final_state_out):
-    """kda_prefill's eager body, with positional arguments (a keyword call of 15 costs ~0.5 us).
-    The steady-state path is ~1 us of Python before the one call into the entry: a call too short
-    for either shape rule reads q's shape once, and calls with caller outputs go to the entry's raw
-    call from here (each further Python frame of ~17 arguments costs ~0.1 us)."""
     if fast_math is not True and fast_math is not False:
         _require_bool("fast_math", fast_math)
     if output_final_state is not True and output_final_state is not False:
         _require_bool("output_final_state", output_final_state)
     if _grad_enabled() and _may_require_grad(q, k, v, g, beta, A_log, dt_bias, initial_state):
         _no_grad_inputs(_TENSOR_ARGS, (q, k, v, g, beta, A_log, dt_bias, initial_state), "kda_tile has no backward yet")
-    try:
-        short = q.shape[1] < _RULES_MIN_TOKENS and FORCE_SPLIT is None and FORCE_CHUNK is None
-    except (AttributeError, IndexError, TypeError):
+    try:  # fewer elements than _RULES_MIN_TOKENS rows of 128 (numel is cheaper than shape[1]), else _plan
+        short = q.numel() < _RULES_MIN_ELEMS and FORCE_SPLIT is None and FORCE_CHUNK is None
+    except (AttributeError, TypeError):
         short = False
     if short:
         split, chunk = False, 16
@@ -240,8 +224,10 @@ def _eager(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, 
         if split and cu_seqlens is None:
             flat = _as_sequences(q, k, v, g, beta, out)
             if flat is not None:
-                o, ht = _eager(*flat[:5], A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
-                               flat[6], fast_math, flat[5], final_state_out)
+                o, ht = kda_prefill(*flat[:5], A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, scale=scale,
+                                    initial_state=initial_state, output_final_state=output_final_state,
+                                    cu_seqlens=flat[6], fast_math=fast_math, out=flat[5],
+                                    final_state_out=final_state_out)
                 return (out if out is not None else o.view(v.shape)), ht
             split, chunk = False, chunk_for(q, v, cu_seqlens)
     try:  # _dispatch_key, inline
@@ -290,6 +276,19 @@ def _eager(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, 
     if single:
         return (out if r is None else r), final_state_out
     return (out if r[0] is None else r[0]), (final_state_out if r[1] is None else r[1])
+
+
+
+def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None,
+                      initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False,
+                      out=None, final_state_out=None):
+    """kda_prefill's eager path: what the custom op runs on CUDA, outside tracing, where
+    kda_prefill's torch.compile hook is off."""
+    if _is_compiling():
+        raise RuntimeError("kda_prefill_eager: called while torch.compile traces; call kda_prefill there")
+    return kda_prefill(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, scale=scale,
+                       initial_state=initial_state, output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                       fast_math=fast_math, out=out, final_state_out=final_state_out)
 
 
 def _out_types(out, final_state_out):

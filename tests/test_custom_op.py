@@ -51,3 +51,13 @@ def test_compile_fullgraph_matches_eager():
         o_c, ht_c = compiled(*args)
         o_e, ht_e = ops.prefill(*op_args(x))  # the op in eager, on the same inputs
     assert torch.equal(o_c, o_e.float().sum(-1)) and torch.equal(ht_c, ht_e)
+
+
+def test_eager_path_refuses_tracing(monkeypatch):
+    """The op's CUDA implementation (kda_prefill_eager) runs kda_prefill's eager body; reached while
+    torch.compile traces, it raises rather than record the op inside itself."""
+    from kda_tile import api
+    x = case()
+    monkeypatch.setattr(api, "_is_compiling", lambda: True)
+    with pytest.raises(RuntimeError, match="^kda_prefill_eager: called while torch.compile traces"):
+        api.kda_prefill_eager(x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"])
