@@ -45,6 +45,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20b # bench_peers, every shape from BENCH_SKIP on, per-shape seconds; report from the rows (< 10 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round22d # session 22: 16-token K1 head once (JIT), release of head once / tail branch: build, matrix rule and 32, stage times, split tests (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22c # session 22: 32-token K1 cuts tu/ir/ho (JIT), split_api, host time beside the launch floor (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22b # session 22: release of rsqrt_nr in the 32-token K1: build, matrix forced to 32, split tests, stage times (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22a # prepared in session 21: the 32-token K1 with Newton-refined rsqrt norms against the released one (JIT, ~3 min)
@@ -477,6 +478,29 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
     mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
     timeout 70 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -16 ;;
+  round22d)
+    # session 22: GVA's head once a program in the 16-token K1 (JIT against the previous release,
+    # checked against float64 first), then the release of it and of the 32-token K1's tail branch
+    # and head once (round22c) through the generated host entry: build, the GPU matrix as the rule
+    # picks and forced to 32-token chunks, stage and host times, the split tests last
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    K1_SHAPES="H96 1x8192 cu;H96 1x8192;H32 2048x64 cu" timeout 120 python bench/k1_round.py \
+      1,64,12,holes,diag,ds,u0k2 1,64,12,holes,diag,ds,u0k2,ho > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -3 "$OUT/k1_round.log"
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    for c in rule 32; do
+      env $([ $c = 32 ] && echo KDA_TILE_CHUNK=32) timeout 130 python -m pytest -m gpu -q -p no:cacheprovider \
+        tests/test_gpu_correctness.py tests/test_reference.py -k "not split" > "$OUT/pytest_gpu_$c.log" 2>&1
+      echo "matrix ($c): $(grep -E "passed|failed" "$OUT/pytest_gpu_$c.log" | tail -1)"
+      grep -E "^FAILED|Error" "$OUT/pytest_gpu_$c.log" | head -5
+      mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_$c.json" 2>/dev/null
+    done
+    timeout 70 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -16
+    timeout 170 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k split \
+      > "$OUT/pytest_split.log" 2>&1
+    echo "split tests: $(grep -E "passed|failed" "$OUT/pytest_split.log" | tail -1)"
+    grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
+    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null ;;
   round22c)
     # session 22: the 32-token K1's further cuts (tu: the gate's tail mask in a branch, ir: the
     # inverse's off-diagonal products from row vectors, ho: GVA's head divided once a program)

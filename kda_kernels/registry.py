@@ -75,18 +75,20 @@ def _released() -> tuple[Build, ...]:
     # K2 forms U0 = Ab v (u0_in_k2): K1 reads no v and writes Ab's 16 columns for U0's 128.
     for varlen, fast_math in itertools.product((False, True), (False, True)):
         builds.append(Build("k1", K1Config(varlen=varlen, fast_math=fast_math, skip_holes=varlen,
-                                           dyn_search=varlen, u0_in_k2=True)))
+                                           dyn_search=varlen, u0_in_k2=True, head_once=True)))
     # K2 does no transcendental math, so fast_math selects only among K1 builds.
     for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final, u0_in_k2=True)))
     # 32-token chunks where each SM holds at most one chain (configs.use_chunk32): the chain's
     # steps halve (K2 1.30 -> 0.83 ms at H32 1x32768), K1 costs more (0.57 -> 0.69, unguarded
-    # stores since session 19). bench/NOTES.md, sessions 18 and 19. The accurate builds refine
-    # rsqrt.approx by one Newton step for the row norms: 0.516 -> 0.492 ms at H96 1x8192 (session 22).
+    # stores since session 19). bench/NOTES.md, sessions 18 and 19. Session 22: the accurate builds
+    # refine rsqrt.approx by one Newton step for the row norms (0.516 -> 0.492 ms at H96 1x8192), and
+    # all take the gate's tail mask in a branch and GVA's head divided once a program (0.496 ->
+    # 0.475 with the head alone, 0.468 with both and the inverse's row vectors, which gave nothing).
     for varlen, fast_math in itertools.product((False, True), (False, True)):
         builds.append(Build("k1", K1Config(varlen=varlen, fast_math=fast_math, skip_holes=varlen, dyn_search=varlen,
                                            u0_in_k2=True, chunk=32, threads=128, min_blocks=5,
-                                           rsqrt_nr=not fast_math)))
+                                           rsqrt_nr=not fast_math, tail_unswitch=True, head_once=True)))
     for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final, u0_in_k2=True,
                                            chunk=32)))

@@ -76,10 +76,11 @@ def test_split_entry_validates_and_plans(backend):
     e = hc.get_entry(*_split_builds(), backend=backend)
     spec = e.spec
     ch = "" if SPLIT_CHUNK == CHUNK else f"_ch{SPLIT_CHUNK}"
-    rnr = "_rnr" if SPLIT_CHUNK == 2 * CHUNK else ""   # the accurate 32-token K1 builds' Newton-refined norms
+    # the 32-token K1 builds' Newton-refined norms (accurate builds) and tail branch; every K1's head once
+    k1x = "_rnr_tu_ho" if SPLIT_CHUNK == 2 * CHUNK else "_ho"
     c2 = "_c2" if SPLIT_CONSUMERS == 2 else ""
     lean = "_leanid" if SPLIT_LEAN_ID else ""
-    assert [ks.build_name for ks in spec.kernels] == [f"k1_prepare_varlen_ds_skipholes_mqkdiag_u0k2{ch}{rnr}",
+    assert [ks.build_name for ks in spec.kernels] == [f"k1_prepare_varlen_ds_skipholes_mqkdiag_u0k2{ch}{k1x}",
                                                       f"k2_map_varlen{c2}_u0k2{lean}{ch}", "k2_scan_varlen_h0f32_ht",
                                                       f"k2_seg_varlen{c2}_u0k2{ch}"]
     assert {w.name for w in spec.workspace} == {"Wk", "qd", "kr", "Ab", "Mqk", "gC", "maps", "starts"}
