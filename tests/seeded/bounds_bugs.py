@@ -276,3 +276,37 @@ PASS_CONFIGS.update(clz_steps_capped=RAW, clz_steps_uncapped=RAW)
 PRECONDITIONS.update(clz_steps_capped=["N1 >= 2", "N1 <= 2**20"], clz_steps_uncapped=["N1 >= 2", "N1 <= 2**20"])
 EXPECT.update(clz_steps_capped=None, clz_steps_uncapped="bounds.global")
 TWIN.update(clz_steps_uncapped="clz_steps_capped")
+
+
+# An index that one thread writes to shared memory and every thread reads back (K1's GVA head,
+# K1Config.head_once): the value read is only as safe as what was written, unless it is clamped
+# where it is used.
+def _shared_index(name, clamp):
+    H = T.dynamic("H")
+
+    @T.prim_func
+    def kernel(X: T.Tensor((H, 16), "float32"), Y: T.Tensor((H, 16), "float32")):
+        with T.Kernel(H, threads=16) as h:
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((1,), "int32")
+            if tx == 0:
+                s[0] = h + 1                      # the next head: H in the last program
+            i = T.alloc_var("int32", init=T.min(T.max(s[0], 0), H - 1) if clamp else s[0])
+            Y[h, tx] = X[i, tx]
+    kernel.__name__ = name
+    return kernel
+
+
+def shared_index_clamped():
+    return _shared_index("shared_index_clamped", True)
+
+
+def shared_index_unclamped():
+    return _shared_index("shared_index_unclamped", False)
+
+
+KERNELS.update(shared_index_clamped=shared_index_clamped, shared_index_unclamped=shared_index_unclamped)
+PASS_CONFIGS.update(shared_index_clamped=RAW, shared_index_unclamped=RAW)
+PRECONDITIONS.update(shared_index_clamped=["H >= 1"], shared_index_unclamped=["H >= 1"])
+EXPECT.update(shared_index_clamped=None, shared_index_unclamped="bounds.global")
+TWIN.update(shared_index_unclamped="shared_index_clamped")
