@@ -45,6 +45,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20b # bench_peers, every shape from BENCH_SKIP on, per-shape seconds; report from the rows (< 10 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round22e # session 22: split release check (build, all split GPU tests, split_api) (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22d # session 22: 16-token K1 head once (JIT), release of head once / tail branch: build, matrix rule and 32, stage times, split tests (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22c # session 22: 32-token K1 cuts tu/ir/ho (JIT), split_api, host time beside the launch floor (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22b # session 22: release of rsqrt_nr in the 32-token K1: build, matrix forced to 32, split tests, stage times (~9 min)
@@ -478,6 +479,10 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
     mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
     timeout 70 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -16 ;;
+  round22e)
+    # session 22: the split's release check for round22d's K1 (its split tests were cut at 5 of 10):
+    # build, every split GPU test, split_api
+    split_check 300 ;;
   round22d)
     # session 22: GVA's head once a program in the 16-token K1 (JIT against the previous release,
     # checked against float64 first), then the release of it and of the 32-token K1's tail branch
