@@ -174,6 +174,9 @@ class K1Config:
     # GVA's q/k head (two integer divisions) computed by thread 0 and read from shared memory,
     # not by every thread (~65 instructions a warp; session 22).
     head_once: bool = False
+    # The gate's per-head parameters (A_log, dt_bias) loaded first thing, and beta's behind q, k,
+    # g's copies, so that neither DRAM round trip waits behind them (session 22, prepared).
+    early_loads: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
     # store), v (the v load), inverse, ab (the Wk and U0 products and stores).
@@ -192,6 +195,7 @@ class K1Config:
                 + ("_tu" if self.tail_unswitch and self.chunk == 2 * CHUNK else "")
                 + ("_ir" if self.inv_rows and self.chunk == 2 * CHUNK else "")
                 + ("_ho" if self.head_once else "")
+                + ("_el" if self.early_loads else "")
                 + (f"_probe_{self.probe.replace('+', '_')}" if self.probe else ""))
 
     def pass_configs(self) -> dict:

@@ -91,7 +91,7 @@ def build_k1(cfg: K1Config):
 
     @T.macro
     def column_pass_halves(q_s, k_s, ki_s, kdh_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound, qd, kr, gC,
-                           slot_len, bc, hv, tx):
+                           slot_len, bc, hv, tx, a_h0, nb_s):
         """The column pass of a 32-token chunk: thread (hf, d2) walks rows hf SUB .. hf SUB + SUB - 1
         of channels 2 d2, 2 d2 + 1. With Gl the half's own cumsum, T1 and T2 the halves' totals
         (exchanged through tot_s) and the anchor G_m = T1 (the first half's end), rel = G - G_m
@@ -111,10 +111,15 @@ def build_k1(cfg: K1Config):
         e1 = T.alloc_local((2,), accum)
         e2 = T.alloc_local((2,), accum)
         t1 = T.alloc_local((2,), accum)
-        a_h = _math.exp(A_log[hv], fast)
         lbl = lower_bound * _math.LOG2E
-        for e in T.unroll(2):
-            nb[e] = a_h * dt_bias[hv, d2 * 2 + e] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
+        if cfg.early_loads:
+            a_h = a_h0
+            for e in T.unroll(2):
+                nb[e] = nb_s[d2 * 2 + e]
+        else:
+            a_h = _math.exp(A_log[hv], fast)
+            for e in T.unroll(2):
+                nb[e] = a_h * dt_bias[hv, d2 * 2 + e] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
         for i in T.unroll(SUB):
             for e in T.unroll(2):
                 x = T.Cast(accum, ki_s[hf * SUB + i, d2 * 2 + e])
@@ -326,6 +331,17 @@ def build_k1(cfg: K1Config):
                     head_s[0] = _math.gva_head(hv, H, HV)
             else:
                 h = T.alloc_var("int32", init=_math.gva_head(hv, H, HV))
+            a_h0 = nb_s = None
+            if cfg.early_loads:
+                # the gate's per-head parameters issued first, consumed after q, k, g's copies are
+                # issued: their DRAM round trip leaves the column pass's path
+                NBT = K // cfg.threads if cfg.threads <= K else 1
+                ah_raw = T.alloc_var(accum, init=A_log[hv])
+                dtb = T.alloc_local((NBT,), accum)
+                for j in T.unroll(NBT):
+                    if j * cfg.threads + tx < K:
+                        dtb[j] = dt_bias[hv, j * cfg.threads + tx]
+                nb_s = T.alloc_shared((K,), accum)
             if cfg.skip_holes:
                 # every thread finds the slot's chunk (the same loads, so the same values), and the
                 # whole block leaves at a hole
@@ -383,6 +399,18 @@ def build_k1(cfg: K1Config):
                 T.ptx_cp_async(T.access_ptr(ki_s[r, d8 * 8], "w", 8),
                                T.access_ptr(g[bb, tt, hv, d8 * 8], "r", 8), 8, ld_ok[it])
             T.ptx_commit_group()
+            if cfg.early_loads:
+                a_h0 = T.alloc_var(accum, init=_math.exp(ah_raw, fast))
+                for j in T.unroll(NBT):
+                    if j * cfg.threads + tx < K:
+                        nb_s[j * cfg.threads + tx] = a_h0 * dtb[j] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
+                # beta of row tx, loaded behind the copies and stored once they have landed
+                braw = T.alloc_var(accum, init=0.0)
+                if tx < R:
+                    cb = tx // C
+                    tb = slot_t0[cb] + tx % C
+                    if (tx % C < slot_len[cb] and tb >= 0 and tb < Tn and slot_b[cb] >= 0 and slot_b[cb] < B):
+                        braw = T.Cast(accum, beta[slot_b[cb], tb, hv])
             T.ptx_wait_group(0)
             T.sync_threads()
             # the row norms of q and k: a sum over the row's lanes by shuffles
@@ -415,16 +443,21 @@ def build_k1(cfg: K1Config):
                     rk_s[r] = _math.rsqrt(ss[1] + 1e-6, fast, nr)
                     if cfg.mqk_diag:
                         dg_s[r] = ss[2] * rq_s[r] * rk_s[r]
-            for r in T.Parallel(R):
-                c = r // C
-                valid = (r % C < slot_len[c] and slot_t0[c] + r % C >= 0 and slot_t0[c] + r % C < Tn
-                         and slot_b[c] >= 0 and slot_b[c] < B)
-                beta_s[r] = T.if_then_else(
-                    valid, sigm(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, hv]), fast), 0.0)
+            if cfg.early_loads:
+                if tx < R:
+                    cb = tx // C
+                    beta_s[tx] = T.if_then_else(tx % C < slot_len[cb], sigm(braw, fast), 0.0)
+            else:
+                for r in T.Parallel(R):
+                    c = r // C
+                    valid = (r % C < slot_len[c] and slot_t0[c] + r % C >= 0 and slot_t0[c] + r % C < Tn
+                             and slot_b[c] >= 0 and slot_b[c] < B)
+                    beta_s[r] = T.if_then_else(
+                        valid, sigm(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, hv]), fast), 0.0)
 
             if NSUB == 2:
                 column_pass_halves(q_s, k_s, ki_s, kdh_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound,
-                                   qd, kr, gC, slot_len, bc, hv, tx)
+                                   qd, kr, gC, slot_len, bc, hv, tx, a_h0, nb_s)
             # One (chunk, pair of channels) per thread: the gate's cumsum G in registers, and every
             # output of the two columns formed there and stored as pairs.
             else:
@@ -438,12 +471,17 @@ def build_k1(cfg: K1Config):
                     ki = T.alloc_local((2,), accum)
                     gcl = T.alloc_local((2,), accum)
                     nb = T.alloc_local((2,), accum)
-                    a_h = _math.exp(A_log[hv], fast)
                     lbl = lower_bound * _math.LOG2E
-                    for e in T.unroll(2):
-                        # the gate's argument a_h (g + dt_bias), folded into one fma per element;
-                        # the accurate form takes -log2(e) a_h (g + dt_bias) straight into ex2
-                        nb[e] = a_h * dt_bias[hv, d2 * 2 + e] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
+                    # the gate's argument a_h (g + dt_bias), folded into one fma per element;
+                    # the accurate form takes -log2(e) a_h (g + dt_bias) straight into ex2
+                    if cfg.early_loads:
+                        a_h = a_h0
+                        for e in T.unroll(2):
+                            nb[e] = nb_s[d2 * 2 + e]
+                    else:
+                        a_h = _math.exp(A_log[hv], fast)
+                        for e in T.unroll(2):
+                            nb[e] = a_h * dt_bias[hv, d2 * 2 + e] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
                     for i in T.unroll(C):
                         for e in T.unroll(2):
                             x = T.Cast(accum, ki_s[c * C + i, d2 * 2 + e])
