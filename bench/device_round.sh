@@ -45,7 +45,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20b # bench_peers, every shape from BENCH_SKIP on, per-shape seconds; report from the rows (< 10 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
-#   source .devbundle/activate.sh && bash bench/device_round.sh round23a # prepared in session 22: K1 early_loads (16 and 32 tokens) against the released K1s (JIT, ~2 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round23a # prepared in session 22: K1 early_loads and lean_prologue (16 and 32 tokens) against the released K1s (JIT, ~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22e # session 22: split release check (build, all split GPU tests, split_api) (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22d # session 22: 16-token K1 head once (JIT), release of head once / tail branch: build, matrix rule and 32, stage times, split tests (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22c # session 22: 32-token K1 cuts tu/ir/ho (JIT), split_api, host time beside the launch floor (~7 min)
@@ -481,14 +481,17 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
     timeout 70 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -16 ;;
   round23a)
-    # prepared in session 22, not run: K1Config.early_loads (A_log and dt_bias loaded first, beta
-    # behind the q, k, g copies) in the released 16- and 32-token K1 forms, JIT, checked against
-    # float64 first
+    # prepared in session 22, not run: K1Config.early_loads (el: A_log and dt_bias loaded first,
+    # beta behind the q, k, g copies) and lean_prologue (lp: the copies' rows from the slot
+    # search's registers, GVA's division only where HV != H) in the released 16- and 32-token K1
+    # forms, JIT, checked against float64 first
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-    K1_SHAPES="H96 1x8192 cu;H8 1x65536 cu;H32 2048x64 cu" timeout 200 python bench/k1_round.py \
-      1,64,12,holes,diag,ds,u0k2,ho 1,64,12,holes,diag,ds,u0k2,ho,el \
-      1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,ho 1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,ho,el > "$OUT/k1_round.log" 2>&1
-    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -5 "$OUT/k1_round.log" ;;
+    K1_SHAPES="H96 1x8192 cu;H96 1x8192;H32 2048x64 cu" timeout 300 python bench/k1_round.py \
+      1,64,12,holes,diag,ds,u0k2,ho 1,64,12,holes,diag,ds,u0k2,ho,el 1,64,12,holes,diag,ds,u0k2,lp \
+      1,64,12,holes,diag,ds,u0k2,el,lp 1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,ho \
+      1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,ho,el 1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,lp \
+      1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -9 "$OUT/k1_round.log" ;;
   round22e)
     # session 22: the split's release check for round22d's K1 (its split tests were cut at 5 of 10):
     # build, every split GPU test, split_api

@@ -1,13 +1,14 @@
 """K1 variants (kda_kernels/k1_prepare.py knobs) on the GPU, through TileLang's own JIT.
 
-    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz][,holes][,mqk=k|qk][,diag][,ds][,u0k2][,ch32][,rnr][,tu][,ir][,ho][,el][,p=PROBE]
+    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz][,holes][,mqk=k|qk][,diag][,ds][,u0k2][,ch32][,rnr][,tu][,ir][,ho][,el][,lp][,p=PROBE]
 
 ch32 (K1Config.chunk = 32): 32-token chunks (one a program, 128 threads); its K2 takes chunk 32.
 rnr (K1Config.rsqrt_nr): the row norms' 1/sqrt as rsqrt.approx and one Newton step.
 tu, ir (K1Config.tail_unswitch, inv_rows; 32-token builds): the gate's tail mask in a branch; the
 inverse's off-diagonal products from row vectors, two columns a thread. ho (K1Config.head_once):
 GVA's q/k head divided once a program. el (K1Config.early_loads): A_log and dt_bias loaded
-first, beta behind the q, k, g copies.
+first, beta behind the q, k, g copies. lp (K1Config.lean_prologue): the copies' rows from the slot
+search's registers, GVA's division only where HV != H.
 
 holes (K1Config.skip_holes, varlen builds only): a program whose slot holds no chunk returns first.
 mqk=k|qk (K1Config.mqk_split): Mqk from bf16 hi + lo operands. diag (K1Config.mqk_diag): Mqk's
@@ -56,7 +57,8 @@ def k1_config(spec, varlen, fast=False):
                     dyn_search=varlen and "ds" in rest, u0_in_k2="u0k2" in rest,
                     chunk=32 if "ch32" in rest else C, rsqrt_nr="rnr" in rest,
                     tail_unswitch="tu" in rest, inv_rows="ir" in rest,
-                    head_once="ho" in rest, early_loads="el" in rest)
+                    head_once="ho" in rest, early_loads="el" in rest,
+                    lean_prologue="lp" in rest)
 
 
 def args_for(cfg, named):

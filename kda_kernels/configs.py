@@ -177,6 +177,10 @@ class K1Config:
     # The gate's per-head parameters (A_log, dt_bias) loaded first thing, and beta's behind q, k,
     # g's copies, so that neither DRAM round trip waits behind them (session 22, prepared).
     early_loads: bool = False
+    # The copies' rows from the slot search's registers (skip_holes builds) and GVA's division
+    # only where HV != H: no shared memory and no barrier before q, k, g's copies (session 22,
+    # prepared; it replaces head_once's shared head).
+    lean_prologue: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
     # store), v (the v load), inverse, ab (the Wk and U0 products and stores).
@@ -196,6 +200,7 @@ class K1Config:
                 + ("_ir" if self.inv_rows and self.chunk == 2 * CHUNK else "")
                 + ("_ho" if self.head_once else "")
                 + ("_el" if self.early_loads else "")
+                + ("_lp" if self.lean_prologue else "")
                 + (f"_probe_{self.probe.replace('+', '_')}" if self.probe else ""))
 
     def pass_configs(self) -> dict:

@@ -324,7 +324,12 @@ def build_k1(cfg: K1Config):
             # GVA: value head hv reads q and k of head h, held in a register: inlined, the int64
             # divisions would run once per element loaded.
             tx = T.get_thread_binding()
-            if cfg.head_once:
+            if cfg.lean_prologue:
+                # no division where every value head has its own q/k head (HV == H, uniform)
+                h = T.alloc_var("int32", init=hv)
+                if HV != H:
+                    h = _math.gva_head(hv, H, HV)
+            elif cfg.head_once:
                 # thread 0 divides, beside the slot's values; the rest read it after their barrier
                 head_s = T.alloc_shared((1,), "int32")
                 if tx == 0:
@@ -350,7 +355,7 @@ def build_k1(cfg: K1Config):
                 t0_all, len_all = slot_search(cu_seqlens, bc)
                 if len_all <= 0:
                     T.thread_return()
-                if tx == 0:
+                if tx == 0 and not cfg.lean_prologue:
                     slot_b[0] = 0
                     slot_t0[0] = t0_all
                     slot_len[0] = len_all
@@ -374,18 +379,27 @@ def build_k1(cfg: K1Config):
             # off and its address clamped into the tensor). Rows and predicates first, then the
             # copies back to back: TileLang puts a barrier between a copy and a later read of shared
             # memory.
-            if cfg.head_once:
+            if cfg.head_once and not cfg.lean_prologue:
                 h = T.alloc_var("int32", init=T.min(T.max(head_s[0], 0), H - 1))
+            # a program holds one chunk of one packed row when it skips holes: its rows follow from
+            # the slot search's registers, with no shared memory (and no barrier) before the copies
+            regs = cfg.lean_prologue and cfg.skip_holes
             ld_t = T.alloc_local((NPASS,), "int32")
             ld_b = T.alloc_local((NPASS,), "int32")
             ld_ok = T.alloc_local((NPASS,), "bool")
             for it in T.unroll(NPASS):
                 r = it * RPP + tx // LPR
-                c = r // C
-                t = slot_t0[c] + r % C
-                ld_ok[it] = r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
-                ld_t[it] = t
-                ld_b[it] = slot_b[c]
+                if regs:
+                    t = t0_all + r
+                    ld_ok[it] = r < len_all and t >= 0 and t < Tn
+                    ld_t[it] = t
+                    ld_b[it] = 0
+                else:
+                    c = r // C
+                    t = slot_t0[c] + r % C
+                    ld_ok[it] = r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
+                    ld_t[it] = t
+                    ld_b[it] = slot_b[c]
             for it in T.unroll(NPASS):
                 r = it * RPP + tx // LPR
                 d8 = tx % LPR
@@ -401,18 +415,29 @@ def build_k1(cfg: K1Config):
             T.ptx_commit_group()
             if cfg.early_loads:
                 a_h0 = T.alloc_var(accum, init=_math.exp(ah_raw, fast))
-                for j in T.unroll(NBT):
-                    if j * cfg.threads + tx < K:
-                        nb_s[j * cfg.threads + tx] = a_h0 * dtb[j] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
                 # beta of row tx, loaded behind the copies and stored once they have landed
                 braw = T.alloc_var(accum, init=0.0)
                 if tx < R:
-                    cb = tx // C
-                    tb = slot_t0[cb] + tx % C
-                    if (tx % C < slot_len[cb] and tb >= 0 and tb < Tn and slot_b[cb] >= 0 and slot_b[cb] < B):
-                        braw = T.Cast(accum, beta[slot_b[cb], tb, hv])
+                    if regs:
+                        if tx < len_all and t0_all + tx >= 0 and t0_all + tx < Tn:
+                            braw = T.Cast(accum, beta[0, t0_all + tx, hv])
+                    else:
+                        cb = tx // C
+                        tb = slot_t0[cb] + tx % C
+                        if (tx % C < slot_len[cb] and tb >= 0 and tb < Tn and slot_b[cb] >= 0 and slot_b[cb] < B):
+                            braw = T.Cast(accum, beta[slot_b[cb], tb, hv])
             T.ptx_wait_group(0)
             T.sync_threads()
+            # Shared writes that the passes after the norms read, here rather than between the
+            # copies' commit and wait, where TileLang would order them behind the copies with a barrier
+            if cfg.early_loads:
+                for j in T.unroll(NBT):
+                    if j * cfg.threads + tx < K:
+                        nb_s[j * cfg.threads + tx] = a_h0 * dtb[j] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
+            if regs and tx == 0:
+                slot_b[0] = 0
+                slot_t0[0] = t0_all
+                slot_len[0] = len_all
             # the row norms of q and k: a sum over the row's lanes by shuffles
             for it in T.unroll(R // RPP):
                 r = it * RPP + tx // LPR
@@ -446,7 +471,7 @@ def build_k1(cfg: K1Config):
             if cfg.early_loads:
                 if tx < R:
                     cb = tx // C
-                    beta_s[tx] = T.if_then_else(tx % C < slot_len[cb], sigm(braw, fast), 0.0)
+                    beta_s[tx] = T.if_then_else((tx < len_all) if regs else (tx % C < slot_len[cb]), sigm(braw, fast), 0.0)
             else:
                 for r in T.Parallel(R):
                     c = r // C
