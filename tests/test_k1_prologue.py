@@ -1,0 +1,36 @@
+"""K1's prologue knobs (session 22, prepared, not yet released): early_loads (A_log, dt_bias and
+beta loaded ahead of the q, k, g copies' wait) and lean_prologue (the copies' rows from the slot
+search's registers). Each is proved by verify, and lean_prologue's point holds in the generated
+source: no CTA barrier between the kernel's start and its first copy, where the released build
+has some."""
+import pytest
+
+from kda_kernels import registry
+from kda_kernels.configs import K1Config
+
+
+def _k1(chunk, **knobs):
+    kw = dict(chunk=32, threads=128, min_blocks=5, rsqrt_nr=True, tail_unswitch=True) if chunk == 32 else {}
+    return registry.Build("k1", K1Config(varlen=True, skip_holes=True, dyn_search=True, u0_in_k2=True, **kw, **knobs))
+
+
+def _barriers_before_first_copy(build) -> int:
+    src = registry.lower(build).kernel_source
+    return src[:src.index("cp_async_gs")].count("__syncthreads()")
+
+
+@pytest.mark.parametrize("chunk", [16, 32])
+def test_lean_prologue_issues_its_copies_before_any_barrier(chunk):
+    assert _barriers_before_first_copy(_k1(chunk, head_once=True)) >= 1
+    b = _k1(chunk, early_loads=True, lean_prologue=True)
+    assert b.name.endswith("_el_lp")
+    assert _barriers_before_first_copy(b) == 0
+
+
+@pytest.mark.parametrize("chunk", [16, 32])
+def test_prologue_knobs_prove(chunk):
+    from verify.jobs import build_job
+    from verify.report import PROVED
+    from verify.runner import verify_job
+    r = verify_job(build_job(_k1(chunk, early_loads=True, lean_prologue=True)))
+    assert r.status == PROVED, [(c.name, c.status) for c in r.checks]
