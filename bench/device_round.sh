@@ -45,6 +45,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20b # bench_peers, every shape from BENCH_SKIP on, per-shape seconds; report from the rows (< 10 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round23b # prepared in session 22: K1 beside resident chains, high-priority K2 first (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23a # prepared in session 22: K1 early_loads and lean_prologue (16 and 32 tokens) against the released K1s (JIT, ~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22e # session 22: split release check (build, all split GPU tests, split_api) (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22d # session 22: 16-token K1 head once (JIT), release of head once / tail branch: build, matrix rule and 32, stage times, split tests (~9 min)
@@ -480,6 +481,14 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
     mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
     timeout 70 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -16 ;;
+  round23b)
+    # prepared in session 22, not run: K1 beside resident chains (bench/coresident.py): K2 first on
+    # a high-priority stream, K1 on a low-priority one, eagerly, at H96 1x8192, 32- and 16-token
+    # pairs; the number a grid-level fused forward (chains resident, K1 on what they leave, a
+    # ring in L2) rests on
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 200 python bench/coresident.py 96 8192 > "$OUT/coresident.log" 2>&1
+    grep -E "error|Error" "$OUT/coresident.log" | head -3; tail -3 "$OUT/coresident.log" ;;
   round23a)
     # prepared in session 22, not run: K1Config.early_loads (el: A_log and dt_bias loaded first,
     # beta behind the q, k, g copies) and lean_prologue (lp: the copies' rows from the slot

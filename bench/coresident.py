@@ -1,0 +1,95 @@
+"""K1 beside resident chains (the one number a grid-level fused forward rests on; session 22,
+prepared, not run).
+
+A grid-level fused forward would keep K2's chains resident (one program a head, launched first)
+and run K1's programs on what the chains leave of each SM, passing chunks through a bounded ring
+in L2 instead of a whole-sequence workspace (issue 13's <= 64 MB). It pays only if K1 keeps most
+of its throughput beside the chains: each chain holds a 128 x 128 fp32 state (16K registers, a
+quarter of an SM's file) and K2's program 112 KB of shared memory at 32-token chunks with two
+consumers. Session 13's overlap_round ran the two side by side inside one CUDA graph, where K1's
+programs took every slot first (`bench/NOTES.md`, round 13a). Here K2 goes first on a
+high-priority stream, eagerly, then K1 on a low-priority one, over independent workspaces.
+
+    python bench/coresident.py [H [T]]      # default H96 T8192, one sequence (varlen builds)
+
+Rows (ms, median of 30 event-timed runs after 3 untimed): K1 alone, K2 alone, K2 then K1 side by
+side, and the sum. The released 32-token K1 and the 32-token K2 with two consumers (one program
+a head), and the released 16-token pair.
+"""
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+import k1_round  # noqa: E402
+from kda_tile import _launch  # noqa: E402
+from kda_kernels.configs import K2Config  # noqa: E402
+
+PAIRS = [("32-token, K2 two consumers", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,ho",
+          K2Config(varlen=True, u0_in_k2=True, chunk=32, consumers=2, min_blocks=1)),
+         ("16-token (released)", "1,64,12,holes,diag,ds,u0k2,ho", K2Config(varlen=True, u0_in_k2=True))]
+
+
+def timed(fn, n=30):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(n):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        ts.append(s.elapsed_time(e))
+    return statistics.median(ts)
+
+
+def main():
+    H = int(sys.argv[1]) if len(sys.argv) > 1 else 96
+    T = int(sys.argv[2]) if len(sys.argv) > 2 else 8192
+    k1_round.prewarm([k1_round.k1_config(spec, True) for _, spec, _ in PAIRS] + [k2 for _, _, k2 in PAIRS])
+    d = k1_round.inputs(1, T, H, [T], seed=5)
+    s_hi = torch.cuda.Stream(priority=-1)   # lower is higher; torch takes -1 (high) and 0 (low)
+    s_lo = torch.cuda.Stream(priority=0)
+    rows = []
+    for label, spec, k2cfg in PAIRS:
+        k1cfg = k1_round.k1_config(spec, True)
+        ch = k1cfg.chunk
+        NC = _launch.workspace_slots(1, T, 1, True, ch)
+        ws_a, ws_b = k1_round.workspace(H, NC, True, ch), k1_round.workspace(H, NC, True, ch)
+        named = dict(d, cu_seqlens=d["cu"], lower_bound=-5.0, scale=128 ** -0.5)
+        k1 = k1_round.compiled(k1cfg)
+        k2 = k1_round.compiled(k2cfg)
+        a1 = k1_round.args_for(k1cfg, dict(named, **ws_a))
+        o = torch.empty_like(d["v"])
+        a2 = k1_round.args_for(k2cfg, dict(ws_b, v=d["v"], cu_seqlens=d["cu"], o=o))
+        k1(*k1_round.args_for(k1cfg, dict(named, **ws_b)))   # K2's workspace, written once
+        torch.cuda.synchronize()
+
+        def both():
+            cur = torch.cuda.current_stream()
+            s_hi.wait_stream(cur)
+            s_lo.wait_stream(cur)
+            with torch.cuda.stream(s_hi):
+                k2(*a2)
+            with torch.cuda.stream(s_lo):
+                k1(*a1)
+            cur.wait_stream(s_hi)
+            cur.wait_stream(s_lo)
+        r = dict(pair=label, H=H, T=T, k1=timed(lambda: k1(*a1)), k2=timed(lambda: k2(*a2)), both=timed(both))
+        r["sum"] = r["k1"] + r["k2"]
+        rows.append(r)
+        print(json.dumps(r), flush=True)
+    print(f"{'pair (H%d 1x%d)' % (H, T):32s} {'K1':>7s} {'K2':>7s} {'sum':>7s} {'side by side':>13s}")
+    for r in rows:
+        print(f"{r['pair']:32s} {r['k1']:7.3f} {r['k2']:7.3f} {r['sum']:7.3f} {r['both']:13.3f}")
+
+
+if __name__ == "__main__":
+    main()
