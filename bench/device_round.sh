@@ -45,6 +45,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20b # bench_peers, every shape from BENCH_SKIP on, per-shape seconds; report from the rows (< 10 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round23c # prepared in session 22: kda_prefill(out=o) host time interleaved with its floor (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23b # prepared in session 22: K1 beside resident chains, high-priority K2 first (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23a # prepared in session 22: K1 early_loads and lean_prologue (16 and 32 tokens) against the released K1s (JIT, ~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22e # session 22: split release check (build, all split GPU tests, split_api) (~8 min)
@@ -481,6 +482,12 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
     mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
     timeout 70 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -16 ;;
+  round23c)
+    # prepared in session 22, not run: issue 11's out= row beside its floor, interleaved in blocks
+    # (bench/host_interleaved.py), and the launch floor
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 40 python bench/launch_floor.py > "$OUT/floor.log" 2>&1; grep -E "Graph|cuLaunch" "$OUT/floor.log" | head -4
+    timeout 150 python bench/host_interleaved.py > "$OUT/host_interleaved.log" 2>&1; tail -4 "$OUT/host_interleaved.log" ;;
   round23b)
     # prepared in session 22, not run: K1 beside resident chains (bench/coresident.py): K2 first on
     # a high-priority stream, K1 on a low-priority one, eagerly, at H96 1x8192, 32- and 16-token

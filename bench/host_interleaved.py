@@ -1,0 +1,144 @@
+"""Host time of kda_prefill(out=o) beside its floor, interleaved so that a slow host phase shows in
+both (issue 11; session 22, prepared, not run).
+
+Run on the H200:  python bench/host_interleaved.py [--blocks 40] [--calls 200]
+
+The floor is what any host entry of this call pays: one Python call into a TVM-FFI function that
+takes the same eight tensors (q, k, v, g, beta, A_log, dt_bias, o) and launches a two-node graph
+of empty kernels on the caller's current stream. Blocks of `calls` calls of each alternate (ours,
+floor, ours, ...); each call is timed alone with perf_counter_ns, the queue drained every 32 calls
+outside the timed region (bench/host_overhead.py's timer). Reported: per kind the median of the
+block medians, and the median over block pairs of ours minus floor (what the API and the entry
+add above the floor, the part this code controls). Writes host-interleaved.json to $OUT (else
+bench/results/).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+KERNEL = r'''
+extern "C" __global__ void empty_kernel(int x) {}
+'''
+
+SOURCE = r'''
+#include <dlfcn.h>
+#include <fstream>
+#include <string>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/string.h>
+
+namespace ffi = tvm::ffi;
+typedef int CUresult;
+typedef void* P;
+struct NodeParams { P func; unsigned grid[3], block[3], smem; void** params; void** extra; P kern; P ctx; };
+#define CK(x) do { CUresult r_ = (x); if (r_) TVM_FFI_THROW(RuntimeError) << #x << " = " << r_; } while (0)
+
+static CUresult (*cuGraphLaunch)(P, P) = nullptr;
+static P g_exec = nullptr;
+static int g_x = 0;
+static void* g_args[] = {&g_x};
+
+void setup(ffi::String cubin_path) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW);
+  auto get = [&](const char* n) { void* f = dlsym(lib, n); if (!f) TVM_FFI_THROW(RuntimeError) << "missing " << n; return f; };
+  auto cuCtxGetCurrent = reinterpret_cast<CUresult (*)(P*)>(get("cuCtxGetCurrent"));
+  auto cuModuleLoadData = reinterpret_cast<CUresult (*)(P*, const void*)>(get("cuModuleLoadData"));
+  auto cuModuleGetFunction = reinterpret_cast<CUresult (*)(P*, P, const char*)>(get("cuModuleGetFunction"));
+  auto cuGraphCreate = reinterpret_cast<CUresult (*)(P*, unsigned)>(get("cuGraphCreate"));
+  auto cuGraphAddKernelNode = reinterpret_cast<CUresult (*)(P*, P, const P*, size_t, const NodeParams*)>(get("cuGraphAddKernelNode_v2"));
+  auto cuGraphInstantiate = reinterpret_cast<CUresult (*)(P*, P, unsigned long long)>(get("cuGraphInstantiateWithFlags"));
+  cuGraphLaunch = reinterpret_cast<CUresult (*)(P, P)>(get("cuGraphLaunch"));
+  P ctx; CK(cuCtxGetCurrent(&ctx));
+  if (!ctx) TVM_FFI_THROW(RuntimeError) << "no current CUDA context (touch the device from torch first)";
+  std::ifstream f(std::string(cubin_path), std::ios::binary);
+  std::string bin((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  P mod, fn; CK(cuModuleLoadData(&mod, bin.data())); CK(cuModuleGetFunction(&fn, mod, "empty_kernel"));
+  NodeParams np{fn, {1, 1, 1}, {32, 1, 1}, 0, g_args, nullptr, nullptr, nullptr};
+  P g, n0, n1;
+  CK(cuGraphCreate(&g, 0)); CK(cuGraphAddKernelNode(&n0, g, nullptr, 0, &np)); CK(cuGraphAddKernelNode(&n1, g, &n0, 1, &np));
+  CK(cuGraphInstantiate(&g_exec, g, 0));
+}
+
+// The floor of one call: the tensors cross TVM-FFI, one graph launch on the caller's stream.
+void floor_call(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::TensorView g, ffi::TensorView beta,
+                ffi::TensorView A_log, ffi::TensorView dt_bias, ffi::TensorView o) {
+  P stream = TVMFFIEnvGetStream(kDLCUDA, q.device().device_id);
+  CK(cuGraphLaunch(g_exec, stream));
+}
+
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(setup, setup);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(floor_call, floor_call);
+'''
+
+
+def summarize(ours, floor):
+    """Block medians of the two kinds, interleaved in pairs: medians of each kind and the median of
+    their differences pair by pair (us)."""
+    assert len(ours) == len(floor) and ours
+    return dict(ours_us=round(statistics.median(ours), 3), floor_us=round(statistics.median(floor), 3),
+                above_floor_us=round(statistics.median(a - b for a, b in zip(ours, floor)), 3),
+                ours_blocks_us=[round(x, 3) for x in ours], floor_blocks_us=[round(x, 3) for x in floor])
+
+
+def build_floor():
+    import tvm_ffi
+    import tvm_ffi.cpp
+    d = Path(tempfile.mkdtemp(prefix="host_interleaved_"))
+    (d / "k.cu").write_text(KERNEL)
+    subprocess.run(["nvcc", "-cubin", "-arch=sm_90a", "-o", str(d / "k.cubin"), str(d / "k.cu")], check=True)
+    (d / "floor.cc").write_text(SOURCE)
+    so = tvm_ffi.cpp.build("host_interleaved_floor", cpp_files=[str(d / "floor.cc")],
+                           build_directory=str(d / "build"), extra_cflags=["-O2", "-std=c++17"],
+                           extra_ldflags=["-ldl"])
+    mod = tvm_ffi.load_module(so)
+    mod["setup"](str(d / "k.cubin"))
+    return mod["floor_call"]
+
+
+def main():
+    import torch
+    from host_overhead import time_calls
+    from kda_kernels.reference import random_inputs
+    from kda_tile import kda_prefill
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--blocks", type=int, default=40)
+    ap.add_argument("--calls", type=int, default=200)
+    args = ap.parse_args()
+    x = random_inputs(1, 64, 1, device="cuda", seed=2)
+    a = [x[n] for n in ("q", "k", "v", "g", "beta")]
+    o = torch.empty_like(x["v"])
+    floor_call = build_floor()
+    ours = lambda: kda_prefill(*a, A_log=x["A_log"], dt_bias=x["dt_bias"], out=o)  # noqa: E731
+    floor = lambda: floor_call(*a, x["A_log"], x["dt_bias"], o)  # noqa: E731
+    ref = kda_prefill(*a, A_log=x["A_log"], dt_bias=x["dt_bias"])[0]
+    o.fill_(float("nan"))
+    ours()
+    torch.cuda.synchronize()
+    assert torch.equal(o, ref), "out= disagrees with the fresh-output call"
+    ob, fb = [], []
+    with torch.inference_mode():
+        for _ in range(args.blocks):
+            ob.append(time_calls(ours, args.calls, 20)["median_us"])
+            fb.append(time_calls(floor, args.calls, 20)["median_us"])
+    r = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, call="kda_prefill(out=o), T=64, H=1",
+             blocks=args.blocks, calls=args.calls, **summarize(ob, fb))
+    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).resolve().parent / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "host-interleaved.json").write_text(json.dumps(r, indent=1))
+    print(f"{'kda_prefill(out=o) T=64 H=1':30s} {r['ours_us']:7.2f} us (median of {args.blocks} block medians)")
+    print(f"{'floor (FFI, 8 tensors, graph)':30s} {r['floor_us']:7.2f} us")
+    print(f"{'above the floor':30s} {r['above_floor_us']:7.2f} us (median of the pairs' differences)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
