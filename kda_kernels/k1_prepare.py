@@ -19,9 +19,10 @@ Slots that hold no chunk (at most one per sequence, plus the tail) write nothing
 q, k and g reach shared memory by cp.async, all copies in flight at once, and v the same way
 behind the L and Mqk work; the row norms come from 16-byte reads and lane shuffles. Then a thread
 owns two adjacent (chunk, channel) columns: it keeps the gate's cumsum G in registers and forms
-every output of its columns there, stored as pairs, so the per-element work needs no barrier. Accurate math runs on the MUFU unit:
-2^x = ex2.approx, sigmoid = rcp.approx(1 + ex2.approx(-x log2 e)) (relative errors ~2^-22; the
-ftz forms by default). Wk and U0 are two small mma products of the block-diagonal Ab.
+every output of its columns there, stored as pairs, so the per-element work needs no barrier.
+Accurate math runs on the MUFU unit: 2^x = ex2.approx, sigmoid = rcp.approx(1 + ex2.approx(-x
+log2 e)) (relative errors ~2^-22; the ftz forms by default). Wk and U0 are two small mma products
+of the block-diagonal Ab.
 Variants measured on the H200 are in bench/NOTES.md (sessions 7 and 8).
 """
 
@@ -471,7 +472,8 @@ def build_k1(cfg: K1Config):
             if cfg.early_loads:
                 if tx < R:
                     cb = tx // C
-                    beta_s[tx] = T.if_then_else((tx < len_all) if regs else (tx % C < slot_len[cb]), sigm(braw, fast), 0.0)
+                    live_row = (tx < len_all) if regs else (tx % C < slot_len[cb])
+                    beta_s[tx] = T.if_then_else(live_row, sigm(braw, fast), 0.0)
             else:
                 for r in T.Parallel(R):
                     c = r // C
