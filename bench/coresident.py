@@ -12,12 +12,11 @@ high-priority stream, eagerly, then K1 on a low-priority one, over independent w
 
     python bench/coresident.py [H [T]]      # default H96 T8192, one sequence (varlen builds)
 
-Rows (ms, median of 30 event-timed runs after 3 untimed): K1 alone, K2 alone, K2 then K1 side by
+Rows (ms, median of 30 event-timed runs after one untimed: stage_times.event_ms): K1 alone, K2 alone, K2 then K1 side by
 side, and the sum. The released 32-token K1 and the 32-token K2 with two consumers (one program
 a head), and the released 16-token pair.
 """
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -27,27 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 import k1_round  # noqa: E402
+from stage_times import event_ms  # noqa: E402
 from kda_tile import _launch  # noqa: E402
 from kda_kernels.configs import K2Config  # noqa: E402
 
 PAIRS = [("32-token, K2 two consumers", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,ho",
           K2Config(varlen=True, u0_in_k2=True, chunk=32, consumers=2, min_blocks=1)),
          ("16-token (released)", "1,64,12,holes,diag,ds,u0k2,ho", K2Config(varlen=True, u0_in_k2=True))]
-
-
-def timed(fn, n=30):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(n):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(s.elapsed_time(e))
-    return statistics.median(ts)
 
 
 def main():
@@ -82,7 +67,8 @@ def main():
                 k1(*a1)
             cur.wait_stream(s_hi)
             cur.wait_stream(s_lo)
-        r = dict(pair=label, H=H, T=T, k1=timed(lambda: k1(*a1)), k2=timed(lambda: k2(*a2)), both=timed(both))
+        r = dict(pair=label, H=H, T=T, k1=event_ms(lambda: k1(*a1), 30), k2=event_ms(lambda: k2(*a2), 30),
+                 both=event_ms(both, 30))
         r["sum"] = r["k1"] + r["k2"]
         rows.append(r)
         print(json.dumps(r), flush=True)

@@ -16,17 +16,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-KERNEL = r'''
-extern "C" __global__ void empty_kernel(int x) {}
-'''
 
 SOURCE = r'''
 #include <dlfcn.h>
@@ -93,15 +88,15 @@ def summarize(ours, floor):
 def build_floor():
     import tvm_ffi
     import tvm_ffi.cpp
+    from launch_floor import empty_cubin
     d = Path(tempfile.mkdtemp(prefix="host_interleaved_"))
-    (d / "k.cu").write_text(KERNEL)
-    subprocess.run(["nvcc", "-cubin", "-arch=sm_90a", "-o", str(d / "k.cubin"), str(d / "k.cu")], check=True)
+    cubin = empty_cubin(d)
     (d / "floor.cc").write_text(SOURCE)
     so = tvm_ffi.cpp.build("host_interleaved_floor", cpp_files=[str(d / "floor.cc")],
                            build_directory=str(d / "build"), extra_cflags=["-O2", "-std=c++17"],
                            extra_ldflags=["-ldl"])
     mod = tvm_ffi.load_module(so)
-    mod["setup"](str(d / "k.cubin"))
+    mod["setup"](str(cubin))
     return mod["floor_call"]
 
 

@@ -124,14 +124,20 @@ NAMES = ["cuLaunchKernel, empty kernel, legacy default stream",
          "cuGraphLaunch, two-node graph, non-blocking stream"]
 
 
+def empty_cubin(d: Path) -> Path:
+    """KERNEL compiled for sm_90a into d/k.cubin (the empty kernel the floors launch)."""
+    (d / "k.cu").write_text(KERNEL)
+    subprocess.run(["nvcc", "-cubin", "-arch=sm_90a", "-o", str(d / "k.cubin"), str(d / "k.cu")], check=True)
+    return d / "k.cubin"
+
+
 def main():
     import torch
     import tvm_ffi
     import tvm_ffi.cpp
     torch.zeros(1, device="cuda")  # the primary context, as in a torch process
     d = Path(tempfile.mkdtemp(prefix="launch_floor_"))
-    (d / "k.cu").write_text(KERNEL)
-    subprocess.run(["nvcc", "-cubin", "-arch=sm_90a", "-o", str(d / "k.cubin"), str(d / "k.cu")], check=True)
+    empty_cubin(d)
     (d / "floor.cc").write_text(SOURCE)
     so = tvm_ffi.cpp.build("launch_floor", cpp_files=[str(d / "floor.cc")], build_directory=str(d / "build"),
                            extra_cflags=["-O2", "-std=c++17"], extra_ldflags=["-ldl"])
