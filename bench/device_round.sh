@@ -130,6 +130,18 @@ split_check() {
   timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
   grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6
 }
+# The GPU matrix without the split tests, each mode within $1 s: "rule" as the API picks, "32" with
+# every unsplit call forced to 32-token chunks; logs pytest_gpu_<mode>.log, JSON gpu_matrix_<mode>.json
+matrix_runs() {
+  local limit=$1 c; shift
+  for c in "$@"; do
+    env $([ "$c" = 32 ] && echo KDA_TILE_CHUNK=32) timeout "$limit" python -m pytest -m gpu -q -p no:cacheprovider \
+      tests/test_gpu_correctness.py tests/test_reference.py -k "not split" > "$OUT/pytest_gpu_$c.log" 2>&1
+    echo "matrix ($c): $(grep -E "passed|failed" "$OUT/pytest_gpu_$c.log" | tail -1)"
+    grep -E "^FAILED|Error" "$OUT/pytest_gpu_$c.log" | head -5
+    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_$c.json" 2>/dev/null
+  done
+}
 # kda_decode through the generated host entry: build, the decode GPU tests, bench/decode.py
 decode_check() {
   timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tee "$OUT/build.log" | tail -3
@@ -471,11 +483,7 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     # is the varlen 32-token build), stage and host times
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-    KDA_TILE_CHUNK=32 timeout 160 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
-      tests/test_reference.py -k "not split" > "$OUT/pytest_gpu_32.log" 2>&1
-    echo "matrix (32): $(grep -E "passed|failed" "$OUT/pytest_gpu_32.log" | tail -1)"
-    grep -E "^FAILED|Error" "$OUT/pytest_gpu_32.log" | head -5
-    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_32.json" 2>/dev/null
+    matrix_runs 160 32
     timeout 240 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k split \
       > "$OUT/pytest_split.log" 2>&1
     echo "split tests: $(grep -E "passed|failed" "$OUT/pytest_split.log" | tail -1)"
@@ -522,13 +530,7 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
       1,64,12,holes,diag,ds,u0k2 1,64,12,holes,diag,ds,u0k2,ho > "$OUT/k1_round.log" 2>&1
     grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -3 "$OUT/k1_round.log"
     timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    for c in rule 32; do
-      env $([ $c = 32 ] && echo KDA_TILE_CHUNK=32) timeout 130 python -m pytest -m gpu -q -p no:cacheprovider \
-        tests/test_gpu_correctness.py tests/test_reference.py -k "not split" > "$OUT/pytest_gpu_$c.log" 2>&1
-      echo "matrix ($c): $(grep -E "passed|failed" "$OUT/pytest_gpu_$c.log" | tail -1)"
-      grep -E "^FAILED|Error" "$OUT/pytest_gpu_$c.log" | head -5
-      mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_$c.json" 2>/dev/null
-    done
+    matrix_runs 130 rule 32
     timeout 70 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -16
     timeout 170 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k split \
       > "$OUT/pytest_split.log" 2>&1
@@ -655,13 +657,7 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
       KDA_TILE_CHUNK=$c timeout 90 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times_$c.log" 2>&1
       mv "$OUT/stage-times.json" "$OUT/stage-times-$c.json" 2>/dev/null; echo "chunk $c"; grep -v "^{" "$OUT/stage_times_$c.log" | tail -14
     done
-    for c in rule 32; do
-      env $([ $c = 32 ] && echo KDA_TILE_CHUNK=32) timeout 170 python -m pytest -m gpu -q -p no:cacheprovider \
-        tests/test_gpu_correctness.py tests/test_reference.py -k "not split" > "$OUT/pytest_gpu_$c.log" 2>&1
-      echo "matrix ($c): $(grep -E "passed|failed" "$OUT/pytest_gpu_$c.log" | tail -1)"
-      grep -E "^FAILED|Error" "$OUT/pytest_gpu_$c.log" | head -5
-      mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_$c.json" 2>/dev/null
-    done ;;
+    matrix_runs 170 rule 32 ;;
   round18c)
     # session 18: K2 at 32-token chunks with one program a head (two consumer warpgroups: the
     # workspace read once; round 18b: one consumer reads it twice and is DRAM-bound at 74%), 3 and
