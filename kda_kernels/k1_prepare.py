@@ -186,6 +186,18 @@ def build_k1(cfg: K1Config):
                 gC[hv, bc, d2 * 2 + e] = e1[e] * e2[e]
 
     @T.macro
+    def row_pair(a_s, row, b_s, j2, out):
+        """out[e] = sum_m a_s[row, m] b_s[m, 2 j2 + e], e = 0, 1, with a_s's row read as vectors."""
+        arow = T.alloc_local((SUB,), accum)
+        for m in T.vectorized(SUB):
+            arow[m] = a_s[row, m]
+        for e in T.unroll(2):
+            out[e] = 0.0
+        for m in T.unroll(SUB):
+            for e in T.unroll(2):
+                out[e] = out[e] + arow[m] * b_s[m, j2 * 2 + e]
+
+    @T.macro
     def block_inverse(L_s, Ad_s, X_s, Ab_s, beta_s):
         """Ab = (I + L)^-1 diag(beta) of a 32-token chunk from its 16-row blocks: the diagonal
         blocks A11, A22 by forward substitution (a thread a column of a block, as for a 16-token
@@ -206,29 +218,15 @@ def build_k1(cfg: K1Config):
         if cfg.inv_rows:
             # thread (i, j2): row i of the left factor as vectors, columns 2 j2, 2 j2 + 1
             for i, j2 in T.Parallel(SUB, SUB // 2):
-                lrow = T.alloc_local((SUB,), accum)
                 xo = T.alloc_local((2,), accum)
-                for m in T.vectorized(SUB):
-                    lrow[m] = L_s[SUB + i, m]
-                for e in T.unroll(2):
-                    xo[e] = 0.0
-                for m in T.unroll(SUB):
-                    for e in T.unroll(2):
-                        xo[e] = xo[e] + lrow[m] * Ad_s[m, j2 * 2 + e]
+                row_pair(L_s, SUB + i, Ad_s, j2, xo)
                 for e in T.vectorized(2):
                     X_s[i, j2 * 2 + e] = xo[e]
             for i, j2 in T.Parallel(SUB, SUB // 2):
-                arow = T.alloc_local((SUB,), accum)
                 ao = T.alloc_local((2,), accum)
-                for m in T.vectorized(SUB):
-                    arow[m] = Ad_s[SUB + i, m]
+                row_pair(Ad_s, SUB + i, X_s, j2, ao)
                 for e in T.unroll(2):
-                    ao[e] = 0.0
-                for m in T.unroll(SUB):
-                    for e in T.unroll(2):
-                        ao[e] = ao[e] - arow[m] * X_s[m, j2 * 2 + e]
-                for e in T.unroll(2):
-                    Ab_s[SUB + i, j2 * 2 + e] = T.Cast(cfg.mat_dtype, ao[e] * beta_s[j2 * 2 + e])
+                    Ab_s[SUB + i, j2 * 2 + e] = T.Cast(cfg.mat_dtype, -ao[e] * beta_s[j2 * 2 + e])
                     Ab_s[i, SUB + j2 * 2 + e] = T.Cast(cfg.mat_dtype, 0)
         else:
             for i, j in T.Parallel(SUB, SUB):
