@@ -175,11 +175,12 @@ class K1Config:
     # not by every thread (~65 instructions a warp; session 22).
     head_once: bool = False
     # The gate's per-head parameters (A_log, dt_bias) loaded first thing, and beta's behind q, k,
-    # g's copies, so that neither DRAM round trip waits behind them (session 22, prepared).
+    # g's copies, so that neither DRAM round trip waits behind them (session 22; released in 23).
     early_loads: bool = False
-    # The copies' rows from the slot search's registers (skip_holes builds) and GVA's division
-    # only where HV != H: no shared memory and no barrier before q, k, g's copies (session 22,
-    # prepared; it replaces head_once's shared head).
+    # The copies' rows from registers every thread holds (the slot search's in skip_holes builds,
+    # b and t0 of the chunk in fixed builds of one chunk a program) and GVA's division only where
+    # HV != H: no shared memory and no barrier before q, k, g's copies (sessions 22-23; it
+    # replaces head_once's shared head).
     lean_prologue: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk

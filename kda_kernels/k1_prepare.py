@@ -346,6 +346,11 @@ def build_k1(cfg: K1Config):
                     if j * cfg.threads + tx < K:
                         dtb[j] = dt_bias[hv, j * cfg.threads + tx]
                 nb_s = T.alloc_shared((K,), accum)
+            # lean_prologue: the copies' rows from registers every thread holds (no shared slot
+            # values, so no barrier, before the copies)
+            fixed_regs = cfg.lean_prologue and not cfg.varlen and CPB == 1
+            regs = cfg.lean_prologue and (cfg.skip_holes or fixed_regs)
+            b_all = 0
             if cfg.skip_holes:
                 # every thread finds the slot's chunk (the same loads, so the same values), and the
                 # whole block leaves at a hole
@@ -358,6 +363,12 @@ def build_k1(cfg: K1Config):
                     slot_b[0] = 0
                     slot_t0[0] = t0_all
                     slot_len[0] = len_all
+            elif fixed_regs:
+                # a fixed batch, one chunk a program: every thread forms the slot's (b, t0, len)
+                ncs = T.ceildiv(Tn, C)
+                b_all = T.alloc_var("int32", init=bc // ncs)
+                t0_all = T.alloc_var("int32", init=(bc % ncs) * C)
+                len_all = T.alloc_var("int32", init=T.if_then_else(bc < NC, T.min(C, Tn - (bc % ncs) * C), 0))
             elif tx < CPB:
                 slot = bc * CPB + tx
                 if cfg.varlen:
@@ -380,9 +391,6 @@ def build_k1(cfg: K1Config):
             # memory.
             if cfg.head_once and not cfg.lean_prologue:
                 h = T.alloc_var("int32", init=T.min(T.max(head_s[0], 0), H - 1))
-            # a program holds one chunk of one packed row when it skips holes: its rows follow from
-            # the slot search's registers, with no shared memory (and no barrier) before the copies
-            regs = cfg.lean_prologue and cfg.skip_holes
             ld_t = T.alloc_local((NPASS,), "int32")
             ld_b = T.alloc_local((NPASS,), "int32")
             ld_ok = T.alloc_local((NPASS,), "bool")
@@ -390,9 +398,9 @@ def build_k1(cfg: K1Config):
                 r = it * RPP + tx // LPR
                 if regs:
                     t = t0_all + r
-                    ld_ok[it] = r < len_all and t >= 0 and t < Tn
+                    ld_ok[it] = r < len_all and t >= 0 and t < Tn and b_all >= 0 and b_all < B
                     ld_t[it] = t
-                    ld_b[it] = 0
+                    ld_b[it] = b_all
                 else:
                     c = r // C
                     t = slot_t0[c] + r % C
@@ -418,8 +426,10 @@ def build_k1(cfg: K1Config):
                 braw = T.alloc_var(accum, init=0.0)
                 if tx < R:
                     if regs:
-                        if tx < len_all and t0_all + tx >= 0 and t0_all + tx < Tn:
-                            braw = T.Cast(accum, beta[0, t0_all + tx, hv])
+                        if tx < len_all and t0_all + tx >= 0 and t0_all + tx < Tn and b_all >= 0 and b_all < B:
+                            # (clamped again where used, as the copies' rows)
+                            braw = T.Cast(accum, beta[T.max(T.min(b_all, B - 1), 0),
+                                                      T.max(T.min(t0_all + tx, Tn - 1), 0), hv])
                     else:
                         cb = tx // C
                         tb = slot_t0[cb] + tx % C
@@ -434,7 +444,7 @@ def build_k1(cfg: K1Config):
                     if j * cfg.threads + tx < K:
                         nb_s[j * cfg.threads + tx] = a_h0 * dtb[j] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
             if regs and tx == 0:
-                slot_b[0] = 0
+                slot_b[0] = b_all
                 slot_t0[0] = t0_all
                 slot_len[0] = len_all
             # the row norms of q and k: a sum over the row's lanes by shuffles

@@ -1,17 +1,18 @@
-"""K1's prologue knobs (session 22, prepared, not yet released): early_loads (A_log, dt_bias and
-beta loaded ahead of the q, k, g copies' wait) and lean_prologue (the copies' rows from the slot
-search's registers). Each is proved by verify, and lean_prologue's point holds in the generated
-source: no CTA barrier between the kernel's start and its first copy, where the released build
-has some."""
+"""K1's prologue knobs (session 22, released in session 23): early_loads (A_log, dt_bias and
+beta loaded ahead of the q, k, g copies' wait) and lean_prologue (the copies' rows from registers:
+the slot search's in varlen builds, the chunk's b and t0 in fixed ones). Each is proved by verify
+(the released builds by `python -m verify`), and lean_prologue's point holds in the generated
+source: no CTA barrier between the kernel's start and its first copy, where head_once has some."""
 import pytest
 
 from kda_kernels import registry
 from kda_kernels.configs import K1Config
 
 
-def _k1(chunk, **knobs):
+def _k1(chunk, varlen=True, **knobs):
     kw = dict(chunk=32, threads=128, min_blocks=5, rsqrt_nr=True, tail_unswitch=True) if chunk == 32 else {}
-    return registry.Build("k1", K1Config(varlen=True, skip_holes=True, dyn_search=True, u0_in_k2=True, **kw, **knobs))
+    return registry.Build("k1", K1Config(varlen=varlen, skip_holes=varlen, dyn_search=varlen, u0_in_k2=True,
+                                         **kw, **knobs))
 
 
 def _barriers_before_first_copy(build) -> int:
@@ -19,10 +20,11 @@ def _barriers_before_first_copy(build) -> int:
     return src[:src.index("cp_async_gs")].count("__syncthreads()")
 
 
+@pytest.mark.parametrize("varlen", [True, False])
 @pytest.mark.parametrize("chunk", [16, 32])
-def test_lean_prologue_issues_its_copies_before_any_barrier(chunk):
-    assert _barriers_before_first_copy(_k1(chunk, head_once=True)) >= 1
-    b = _k1(chunk, early_loads=True, lean_prologue=True)
+def test_lean_prologue_issues_its_copies_before_any_barrier(chunk, varlen):
+    assert _barriers_before_first_copy(_k1(chunk, varlen, head_once=True)) >= 1
+    b = _k1(chunk, varlen, early_loads=True, lean_prologue=True)
     assert b.name.endswith("_el_lp")
     assert _barriers_before_first_copy(b) == 0
 
