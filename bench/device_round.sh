@@ -47,6 +47,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23c # prepared in session 22: kda_prefill(out=o) host time interleaved with its floor (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23b # prepared in session 22: K1 beside resident chains, high-priority K2 first (~2 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round23d # session 23: release of K1 early loads / lean prologue: ffi probe, build, matrix rule and 32, stage times (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round23e # session 23: split release check, issue 9's long rows with cuDNN (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23a # prepared in session 22: K1 early_loads and lean_prologue (16 and 32 tokens) against the released K1s (JIT, ~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22e # session 22: split release check (build, all split GPU tests, split_api) (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22d # session 22: 16-token K1 head once (JIT), release of head once / tail branch: build, matrix rule and 32, stage times, split tests (~9 min)
@@ -504,6 +506,33 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     timeout 200 python bench/coresident.py 96 8192 > "$OUT/coresident.log" 2>&1
     grep -E "error|Error" "$OUT/coresident.log" | head -3; tail -3 "$OUT/coresident.log" ;;
+  round23d)
+    # session 23: the release of K1's early loads (every build) and lean prologue (varlen, and the
+    # fixed 16-token builds) through the generated host entry: TVM-FFI's tensor crossing first
+    # (bench/ffi_probe.py), build, the GPU matrix as the rule picks and forced to 32-token chunks,
+    # stage and host times. First, JIT: the fixed builds' rows from registers (lean_prologue now
+    # covers them) against early loads with the head once, checked against float64 first
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    K1_SHAPES="H96 1x8192;H96 8x1024;H96 1x8192 cu" timeout 200 python bench/k1_round.py \
+      1,64,12,holes,diag,ds,u0k2,ho,el 1,64,12,holes,diag,ds,u0k2,el,lp 1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,ho,el \
+      1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -5 "$OUT/k1_round.log"
+    timeout 60 python bench/ffi_probe.py > "$OUT/ffi_probe.log" 2>&1; grep -v '^{' "$OUT/ffi_probe.log" | tail -9
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    matrix_runs 130 rule 32
+    timeout 70 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -16 ;;
+  round23e)
+    # session 23: round23d's matrix as the rule picks again (cut there at 130 s, 81% in, nothing
+    # failed), then the split's release check (build, every split GPU test, split_api --quick)
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    matrix_runs 200 rule
+    split_check 260 ;;
+  round23f)
+    # session 23: issue 9's long rows against cuDNN in one process (fp32 state in and out)
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    BENCH_LIBS=kda_tile,cudnn_fe timeout 200 python bench/scaling.py --only long --out "$OUT/scaling-long" \
+      > "$OUT/scaling-long.log" 2>&1
+    echo "long, state inout"; grep -E "^\| H" "$OUT/scaling-long.log" | cut -c1-160 ;;
   round23a)
     # prepared in session 22, not run: K1Config.early_loads (el: A_log and dt_bias loaded first,
     # beta behind the q, k, g copies) and lean_prologue (lp: the copies' rows from the slot
