@@ -528,9 +528,13 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     matrix_runs 200 rule
     split_check 260 ;;
   round23f)
-    # session 23: issue 9's long rows against cuDNN in one process (fp32 state in and out)
+    # session 23: the peer table's first seven shapes against cuDNN (fla autotunes ~200 s a new
+    # shape), then issue 9's long rows against cuDNN, one process each (fp32 state in and out)
     timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    BENCH_LIBS=kda_tile,cudnn_fe timeout 200 python bench/scaling.py --only long --out "$OUT/scaling-long" \
+    BENCH_LIBS=kda_tile,cudnn_fe BENCH_NO_HOST=1 timeout 220 python -u bench/bench_peers.py --out "$OUT/peers" \
+      --only "H96,H64" > "$OUT/peers.log" 2>&1
+    python bench/bench_peers.py --out "$OUT/peers/report" --from-rows "$OUT/peers/peers-rows.jsonl" | grep -E "^\| H|geomean|best peer"
+    BENCH_LIBS=kda_tile,cudnn_fe timeout 180 python bench/scaling.py --only long --out "$OUT/scaling-long" \
       > "$OUT/scaling-long.log" 2>&1
     echo "long, state inout"; grep -E "^\| H" "$OUT/scaling-long.log" | cut -c1-160 ;;
   round23a)
