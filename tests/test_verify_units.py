@@ -216,3 +216,19 @@ def test_counts_closed_forms_agree_with_enumeration():
                     c, (v, z3.IntVal(x)), (n, z3.IntVal(nv)), (b, z3.IntVal(bv))))) for c in conds))
                 got = z3.simplify(z3.substitute(term, (n, z3.IntVal(nv)), (b, z3.IntVal(bv))))
                 assert got.as_long() == want, (conds, nv, bv, got, want)
+
+
+@pytest.mark.parametrize("kernel,want", [("cp_async_rows", False), ("cp_async_rows_again", True),
+                                         ("cp_async_rows_unindexed", True)])
+def test_self_pair_overlap_needs_two_executions(kernel, want):
+    """Two executions of one asynchronous write touch a common byte only when they differ: one
+    execution overlapping itself does not count, two with the same bytes do, and so do
+    executions that differ only in a loop the address ignores."""
+    import tests.seeded.barrier_bugs as bb
+    from verify.checks.common import abs_range
+    from verify.extract import extract
+    from verify.lowering import lower
+    from verify.numeric import any_overlap
+    k = extract(lower(getattr(bb, kernel)(), bb.MANUAL))
+    site = next(s for s in k.sites if s.kind == "access" and s.op == "cp_async" and s.shared)
+    assert any_overlap(k, site, site, *abs_range(site), *abs_range(site), distinct_threads=False) is want

@@ -216,7 +216,13 @@ def instances(k, site, terms, base_name=None):
 
 def any_overlap(k, x, y, ox, nx, oy, ny, distinct_threads: bool):
     """Whether some execution of x and some execution of y touch a common byte
-    (by two different threads when `distinct_threads`). None when not enumerable."""
+    (by two different threads when `distinct_threads`). None when not enumerable.
+
+    When x is y the two executions must differ (the race check's query asks for two
+    executions of one site): an execution overlapping itself does not count, two with the
+    same bytes do."""
+    if x is y and not distinct_threads:
+        return _self_overlap(k, x, ox, nx)
     try:
         ex, _ = instances(k, x, [ox, nx])
         ey, _ = instances(k, y, [oy, ny])
@@ -242,6 +248,33 @@ def any_overlap(k, x, y, ox, nx, oy, ny, distinct_threads: bool):
         if m.any():
             return True
     return False
+
+
+def _self_overlap(k, x, ox, nx):
+    """any_overlap for two different executions of one site, by any threads."""
+    try:
+        ex, _ = instances(k, x, [ox, nx])
+        a = np.broadcast_to(np_eval(ox, ex), ex["__thread"].shape)[ex["__active"]]
+        b = a + np.broadcast_to(np_eval(nx, ex), ex["__thread"].shape)[ex["__active"]]
+    except Symbolic:
+        return None
+    if any(lp.sym.decl().name() not in ex and not _single_trip(lp) for lp in x.loops):
+        return True     # executions that differ only in a loop the address ignores: same bytes
+    if a.size < 2:
+        return False
+    # sorted by start, two intervals overlap iff one starts before an earlier one's end
+    order = np.argsort(a, kind="stable")
+    a, b = a[order], b[order]
+    live = b > a            # empty intervals touch no byte
+    a, b = a[live], b[live]
+    if a.size < 2:
+        return False
+    return bool(np.any(a[1:] < np.maximum.accumulate(b)[:-1]))
+
+
+def _single_trip(lp) -> bool:
+    e = z3.simplify(lp.extent)
+    return z3.is_int_value(e) and e.as_long() <= 1
 
 
 def finite_range(k, site, term):

@@ -285,7 +285,59 @@ def ws_carry_synced():
     return _ws_carry("ws_carry_synced", True)
 
 
-KERNELS = {f.__name__: f for f in (ws_carry_unsynced, ws_carry_synced, missing_sync, synced, divergent_sync, uniform_sync, divergent_return,
+def _cp_async_rows(name, row):
+    """Four passes of 16-byte cp.async copies, all in flight at once (K1's prologue), then one
+    wait: row(it, tx) is the shared row each pass writes."""
+    @T.prim_func
+    def kern(A: T.Tensor((64, 64), "bfloat16"), B: T.Tensor((64, 64), "bfloat16")):
+        with T.Kernel(1, threads=NT) as bx:
+            S = T.alloc_shared((64, 64), "bfloat16")
+            tx = T.get_thread_binding()
+            for it in T.unroll(4):
+                T.ptx_cp_async(T.access_ptr(S[row(it, tx), tx % 8 * 8], "w", 8),
+                               T.access_ptr(A[it * 16 + tx // 8, tx % 8 * 8], "r", 8), 8)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            T.sync_threads()
+            for i in T.serial(32):
+                B[(i * NT + tx) // 64, (i * NT + tx) % 64] = S[(i * NT + tx) // 64, (i * NT + tx) % 64]
+    return kern.with_attr("global_symbol", name)
+
+
+def cp_async_read_early():
+    """Each thread reads back its own first copy's bytes before the wait that retires it."""
+    @T.prim_func
+    def cp_async_read_early(A: T.Tensor((64, 64), "bfloat16"), B: T.Tensor((64, 64), "bfloat16")):
+        with T.Kernel(1, threads=NT) as bx:
+            S = T.alloc_shared((64, 64), "bfloat16")
+            tx = T.get_thread_binding()
+            for it in T.unroll(4):
+                T.ptx_cp_async(T.access_ptr(S[it * 16 + tx // 8, tx % 8 * 8], "w", 8),
+                               T.access_ptr(A[it * 16 + tx // 8, tx % 8 * 8], "r", 8), 8)
+            T.ptx_commit_group()
+            B[tx // 8, tx % 8 * 8] = S[tx // 8, tx % 8 * 8]
+            T.ptx_wait_group(0)
+            T.sync_threads()
+            for i in T.serial(32):
+                B[(i * NT + tx) // 64, (i * NT + tx) % 64] = S[(i * NT + tx) // 64, (i * NT + tx) % 64]
+    return cp_async_read_early
+
+
+def cp_async_rows():
+    return _cp_async_rows("cp_async_rows", lambda it, tx: it * 16 + tx // 8)
+
+
+def cp_async_rows_again():
+    # passes 0 and 2 (1 and 3) copy into the same row while both copies are in flight
+    return _cp_async_rows("cp_async_rows_again", lambda it, tx: it % 2 * 16 + tx // 8)
+
+
+def cp_async_rows_unindexed():
+    # every pass copies into the same row: the address does not name the pass at all
+    return _cp_async_rows("cp_async_rows_unindexed", lambda it, tx: tx // 8)
+
+
+KERNELS = {f.__name__: f for f in (cp_async_rows, cp_async_rows_again, cp_async_rows_unindexed, cp_async_read_early, ws_carry_unsynced, ws_carry_synced, missing_sync, synced, divergent_sync, uniform_sync, divergent_return,
                                    uniform_return, global_neighbour, global_synced, named_count, named_ok,
                                    loop_war, loop_synced, mbar_ok, mbar_count, mbar_half_arrive,
                                    mbar_parity, mbar_loop_ok, mbar_loop_parity)}
@@ -298,8 +350,14 @@ EXPECT = {"missing_sync": "barriers.race", "synced": None, "divergent_sync": "ba
           "named_count": "barriers.named_count", "named_ok": None, "loop_war": "barriers.race", "loop_synced": None,
           "mbar_ok": None, "mbar_count": "barriers.mbarrier_phase", "mbar_half_arrive": "barriers.mbarrier_phase",
           "mbar_parity": "barriers.race", "mbar_loop_ok": None, "mbar_loop_parity": "barriers.parity",
-          "ws_carry_unsynced": "barriers.race", "ws_carry_synced": None}
+          "ws_carry_unsynced": "barriers.race", "ws_carry_synced": None,
+          "cp_async_rows": None, "cp_async_rows_again": "barriers.race", "cp_async_rows_unindexed": "barriers.race",
+          "cp_async_read_early": "barriers.race"}
 TWIN = {"missing_sync": "synced", "divergent_sync": "uniform_sync", "divergent_return": "uniform_return",
         "global_neighbour": "global_synced", "named_count": "named_ok",
         "loop_war": "loop_synced", "mbar_count": "mbar_ok", "mbar_half_arrive": "mbar_ok", "mbar_parity": "mbar_ok",
-        "mbar_loop_parity": "mbar_loop_ok", "ws_carry_unsynced": "ws_carry_synced"}
+        "mbar_loop_parity": "mbar_loop_ok", "ws_carry_unsynced": "ws_carry_synced",
+        "cp_async_rows_again": "cp_async_rows", "cp_async_rows_unindexed": "cp_async_rows",
+        "cp_async_read_early": "cp_async_rows"}
+# the early read's 2-byte loads at a 16-byte stride (degree 4): not the bug it seeds
+BANK_BUDGET = {"cp_async_read_early": 4}

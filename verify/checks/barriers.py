@@ -1098,7 +1098,11 @@ def _race(st):
         # counts as done at its issue point only when its completion wait follows before any barrier
         if s.op == "tma_load":
             asyncs[s.id] = True
-        elif s.async_proxy or s.op == "cp_async":
+        elif s.op == "cp_async":
+            # always in flight until a wait_group retires it (_cp_async_order): its own thread's
+            # accesses between the issue and the wait race with it too
+            asyncs[s.id] = True
+        elif s.async_proxy:
             asyncs[s.id] = not _completes_locally(k, s)
         else:
             asyncs[s.id] = False
