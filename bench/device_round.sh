@@ -49,6 +49,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23b # prepared in session 22: K1 beside resident chains, high-priority K2 first (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23d # session 23: release of K1 early loads / lean prologue: ffi probe, build, matrix rule and 32, stage times (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23e # session 23: split release check, issue 9's long rows with cuDNN (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round23g # session 23: ncu counters of the released K1 at 16 and 32 tokens (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23a # prepared in session 22: K1 early_loads and lean_prologue (16 and 32 tokens) against the released K1s (JIT, ~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22e # session 22: split release check (build, all split GPU tests, split_api) (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22d # session 22: 16-token K1 head once (JIT), release of head once / tail branch: build, matrix rule and 32, stage times, split tests (~9 min)
@@ -537,6 +538,17 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     BENCH_LIBS=kda_tile,cudnn_fe timeout 180 python bench/scaling.py --only long --out "$OUT/scaling-long" \
       > "$OUT/scaling-long.log" 2>&1
     echo "long, state inout"; grep -E "^\| H" "$OUT/scaling-long.log" | cut -c1-160 ;;
+  round23g)
+    # session 23: counters of the released K1 (early loads, lean prologue) through kda_prefill:
+    # H96 1x8192 (16-token chunks) and H32 1x32768 (32-token), each call's kernels
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    for hs in "96 8192" "32 32768"; do
+      timeout 110 ncu --clock-control none --profile-from-start off --csv --page details --section SpeedOfLight \
+        --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+        python bench/ncu_prefill.py $hs > "$OUT/ncu_H${hs// /_}.csv" 2> "$OUT/ncu_H${hs// /_}.err"
+      tail -1 "$OUT/ncu_H${hs// /_}.err"
+    done
+    python bench/ncu_summary.py "$OUT"/ncu_H*.csv ;;
   round23a)
     # prepared in session 22, not run: K1Config.early_loads (el: A_log and dt_bias loaded first,
     # beta behind the q, k, g copies) and lean_prologue (lp: the copies' rows from the slot
