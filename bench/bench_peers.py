@@ -255,7 +255,8 @@ def main():
             for line in Path(f).read_text().splitlines():
                 if line.strip():
                     r = json.loads(line)
-                    rows[r["shape"]] = r
+                    r["_source"] = Path(f).parent.name
+                    rows[r["shape"]] = merge_rows(rows.get(r["shape"]), r)
         order = {label(*s): i for i, s in enumerate(SHAPES)}
         rows = sorted(rows.values(), key=lambda r: order.get(r["shape"], len(order)))
         meta = {"date": os.environ.get("BENCH_DATE") or datetime.date.today().isoformat(), "device": "NVIDIA H200",
@@ -299,6 +300,31 @@ def main():
     print(write_report(rows, meta, out))
 
 
+PEERS = ("fla_triton", "cudnn_fe")
+
+
+def merge_rows(old, new):
+    """A later run's row of a shape over an earlier one, library by library: a library the later
+    run did not time at all (BENCH_LIBS left it out: no `<lib>_ms` key) keeps the earlier run's
+    values, marked with `<lib>_source`; the peers' speed-ups are taken again against kda_tile's
+    time of the merged row."""
+    if old is None:
+        return dict(new)
+    out = {k: v for k, v in new.items()}
+    for lib in PEERS:
+        if f"{lib}_ms" in new or f"{lib}_ms" not in old:
+            continue
+        for k, v in old.items():
+            if k.startswith(lib + "_"):
+                out[k] = v
+        out[f"{lib}_source"] = old.get(f"{lib}_source") or old.get("_source", "an earlier run")
+        out.setdefault("modes", {})[lib] = old.get("modes", {}).get(lib)
+    for lib in PEERS:
+        if out.get(f"{lib}_ms") and out.get("kda_tile_ms"):
+            out[f"speedup_vs_{lib}"] = out[f"{lib}_ms"] / out["kda_tile_ms"]
+    return out
+
+
 def summary(rows, first_faster=7, first_geomean=6):
     """Issue 13's criteria: kda_tile / best peer for each row, whether kda_tile is faster than the
     best peer on each of SHAPES' first `first_faster` shapes, and the geomean of that ratio over the
@@ -312,8 +338,12 @@ def summary(rows, first_faster=7, first_geomean=6):
         xs = [by_label.get(label(*s)) for s in SHAPES[:n]]
         return None if None in xs else xs
     fast, geo = head(first_faster), head(first_geomean)
+    firsts = {label(*sh) for sh in SHAPES[:first_faster]}
     return {
         "ratio_to_best_peer": by_label,
+        # peers with no time at one of the first shapes: the ratio there is to the others only
+        "peers_missing": {r["shape"]: [p for p in PEERS if not r.get(f"{p}_ms")] for r in rows
+                          if r["shape"] in firsts and any(not r.get(f"{p}_ms") for p in PEERS)},
         f"faster_on_first_{first_faster}": None if fast is None else all(x < 1 for x in fast),
         f"geomean_first_{first_geomean}": None if geo is None else math.exp(sum(map(math.log, geo)) / len(geo)),
     }
@@ -349,6 +379,14 @@ def write_report(rows, meta, out: Path) -> str:
     lines += [f"geomean of that ratio over the first six shapes: {missing if g6 is None else f'{g6:.3f}'}"
               f" (issue 13: <= 0.55); faster than the best peer on each of the first seven: "
               f"{missing if f7 is None else f7}"]
+    if sm["peers_missing"]:
+        lines += ["", "**Not every peer has a time**: " + "; ".join(
+            f"{shape}: {', '.join(ps)}" for shape, ps in sm["peers_missing"].items())
+            + ". There the ratio is to the peers that have one, which can flatter kda_tile."]
+    sources = sorted({f"{p} from {r[f'{p}_source']}" for r in rows for p in PEERS if r.get(f"{p}_source")})
+    if sources:
+        lines += ["", "Peer times taken from an earlier run (the later run did not time them): "
+                  + ", ".join(sources) + "."]
     if any(r.get("kda_tile_split") for r in rows):
         lines += ["", "K2 (split): the call took the sequence split (pass A, scan, pass C in place of K2); the "
                   "column is the call's time less K1's."]

@@ -70,3 +70,30 @@ def test_report_from_rows_of_two_runs(tmp_path, monkeypatch):
     assert "geomean of that ratio over the first six shapes: 0.500" in md
     table = [line for line in md.splitlines() if line.startswith("| H")]
     assert [line.split(" | ")[0][2:] for line in table] == [BP.label(*s) for s in BP.SHAPES[:7]]
+
+
+def test_rows_merge_library_by_library_and_missing_peers_are_named(tmp_path, monkeypatch):
+    """A run that left fla out (BENCH_LIBS) keeps an earlier run's fla times for the same shapes
+    (named as such, speed-ups taken again against the later kda_tile time); a peer with no time
+    anywhere is named in the report, since a ratio to the remaining peer can flatter us."""
+    import json
+    first = tmp_path / "old" / "peers-rows.jsonl"
+    second = tmp_path / "new" / "peers-rows.jsonl"
+    first.parent.mkdir()
+    second.parent.mkdir()
+    old = [{"shape": BP.label(*s), "kda_tile_ms": 2.0, "fla_triton_ms": 3.0, "speedup_vs_fla_triton": 1.5,
+            "cudnn_fe_ms": 8.0} for s in BP.SHAPES]
+    new = [{"shape": BP.label(*s), "kda_tile_ms": 1.0, "cudnn_fe_ms": 4.0} for s in BP.SHAPES]
+    first.write_text("\n".join(json.dumps(r) for r in old[1:]) + "\n")     # no old row for shape 0
+    second.write_text("\n".join(json.dumps(r) for r in new) + "\n")
+    merged = BP.merge_rows(dict(old[1], _source="old"), new[1])
+    assert merged["fla_triton_ms"] == 3.0 and merged["fla_triton_source"] == "old"
+    assert merged["speedup_vs_fla_triton"] == 3.0 and merged["cudnn_fe_ms"] == 4.0 and merged["kda_tile_ms"] == 1.0
+    monkeypatch.setattr(sys, "argv", ["bench_peers.py", "--out", str(tmp_path / "rep"), "--from-rows", str(first),
+                                      str(second)])
+    BP.main()
+    md = next((tmp_path / "rep").glob("*-h200.md")).read_text()
+    # shapes 1-5 compare with fla (3.0 < 4.0), shape 0 only with cuDNN: (1/4 * (1/3)^5)^(1/6)
+    assert "geomean of that ratio over the first six shapes: 0.318" in md
+    assert f"**Not every peer has a time**: {BP.label(*BP.SHAPES[0])}: fla_triton." in md
+    assert "fla_triton from old" in md
