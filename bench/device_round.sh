@@ -49,6 +49,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23b # prepared in session 22: K1 beside resident chains, high-priority K2 first (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23d # session 23: release of K1 early loads / lean prologue: ffi probe, build, matrix rule and 32, stage times (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23e # session 23: split release check, issue 9's long rows with cuDNN (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round24a # prepared in session 23: K1 slot_guess against the released K1, JIT (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23g # session 23: ncu counters of the released K1 at 16 and 32 tokens (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23a # prepared in session 22: K1 early_loads and lean_prologue (16 and 32 tokens) against the released K1s (JIT, ~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round22e # session 22: split release check (build, all split GPU tests, split_api) (~8 min)
@@ -538,6 +539,16 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     BENCH_LIBS=kda_tile,cudnn_fe timeout 180 python bench/scaling.py --only long --out "$OUT/scaling-long" \
       > "$OUT/scaling-long.log" 2>&1
     echo "long, state inout"; grep -E "^\| H" "$OUT/scaling-long.log" | cut -c1-160 ;;
+  round24a)
+    # prepared in session 23, not run: the slot search's first step at the sequence a batch of
+    # equal lengths gives (K1Config.slot_guess), 16- and 32-token varlen K1, JIT, checked against
+    # float64 first (ragged and empty sequences among the cases)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    K1_SHAPES="H96 1x8192 cu;H96 ragged6 cu;H32 2048x64 cu;H32 8192x16 cu;H32 256x512 cu" timeout 300 \
+      python bench/k1_round.py 1,64,12,holes,diag,ds,u0k2,el,lp 1,64,12,holes,diag,ds,u0k2,el,lp,sg \
+      1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp 1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg \
+      > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -6 "$OUT/k1_round.log" ;;
   round23g)
     # session 23: counters of the released K1 (early loads, lean prologue) through kda_prefill:
     # H96 1x8192 (16-token chunks) and H32 1x32768 (32-token), each call's kernels

@@ -1,6 +1,6 @@
 """K1 variants (kda_kernels/k1_prepare.py knobs) on the GPU, through TileLang's own JIT.
 
-    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz][,holes][,mqk=k|qk][,diag][,ds][,u0k2][,ch32][,rnr][,tu][,ir][,ho][,el][,lp][,p=PROBE]
+    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz][,holes][,mqk=k|qk][,diag][,ds][,u0k2][,ch32][,rnr][,tu][,ir][,ho][,el][,lp][,sg][,p=PROBE]
 
 ch32 (K1Config.chunk = 32): 32-token chunks (one a program, 128 threads); its K2 takes chunk 32.
 rnr (K1Config.rsqrt_nr): the row norms' 1/sqrt as rsqrt.approx and one Newton step.
@@ -8,7 +8,8 @@ tu, ir (K1Config.tail_unswitch, inv_rows; 32-token builds): the gate's tail mask
 inverse's off-diagonal products from row vectors, two columns a thread. ho (K1Config.head_once):
 GVA's q/k head divided once a program. el (K1Config.early_loads): A_log and dt_bias loaded
 first, beta behind the q, k, g copies. lp (K1Config.lean_prologue): the copies' rows from the slot
-search's registers, GVA's division only where HV != H.
+search's registers, GVA's division only where HV != H. sg (K1Config.slot_guess): the slot
+search's first step at the sequence a batch of equal lengths would give.
 
 holes (K1Config.skip_holes, varlen builds only): a program whose slot holds no chunk returns first.
 mqk=k|qk (K1Config.mqk_split): Mqk from bf16 hi + lo operands. diag (K1Config.mqk_diag): Mqk's
@@ -58,7 +59,7 @@ def k1_config(spec, varlen, fast=False):
                     chunk=32 if "ch32" in rest else C, rsqrt_nr="rnr" in rest,
                     tail_unswitch="tu" in rest, inv_rows="ir" in rest,
                     head_once="ho" in rest, early_loads="el" in rest,
-                    lean_prologue="lp" in rest)
+                    lean_prologue="lp" in rest, slot_guess="sg" in rest)
 
 
 def args_for(cfg, named):
@@ -167,7 +168,8 @@ def same_workspace(a, b):
 SHAPES = [("H96 1x8192", 1, 8192, 96, None), ("H96 1x8192 cu", 1, 8192, 96, [8192]),
           ("H8 1x65536 cu", 1, 65536, 8, [65536]), ("H32 2048x64 cu", 1, 131072, 32, [64] * 2048),
           ("H32 8192x16 cu", 1, 131072, 32, [16] * 8192), ("H32 256x512 cu", 1, 131072, 32, [512] * 256),
-          ("H96 8x1024", 8, 1024, 96, None)]
+          ("H96 8x1024", 8, 1024, 96, None),
+          ("H96 ragged6 cu", 1, 8192, 96, [1300, 547, 2048, 963, 271, 3063])]
 
 
 def _compile_config(cfg):

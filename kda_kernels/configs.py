@@ -182,6 +182,11 @@ class K1Config:
     # HV != H: no shared memory and no barrier before q, k, g's copies (sessions 22-23; it
     # replaces head_once's shared head).
     lean_prologue: bool = False
+    # The slot search's first step at the sequence a batch of equal lengths would give (one round
+    # trip of two loads where it holds; the binary search from the side it leaves where not).
+    # Session 23, prepared, not run: dependent loads of cu_seqlens before the copies, 11 at 2048
+    # sequences and 13 at 8192, are most of a varlen K1 program's prologue.
+    slot_guess: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
     # store), v (the v load), inverse, ab (the Wk and U0 products and stores).
@@ -202,6 +207,7 @@ class K1Config:
                 + ("_ho" if self.head_once else "")
                 + ("_el" if self.early_loads else "")
                 + ("_lp" if self.lean_prologue else "")
+                + ("_sg" if self.slot_guess else "")
                 + (f"_probe_{self.probe.replace('+', '_')}" if self.probe else ""))
 
     def pass_configs(self) -> dict:

@@ -255,6 +255,23 @@ def build_k1(cfg: K1Config):
         hi = T.alloc_var("int32", init=N1 - 2)
         f_mid = T.alloc_var("int32", init=0)
         steps = T.min(32 - T.clz(T.max(N1 - 2, 0)), SEARCH_STEPS) if cfg.dyn_search else SEARCH_STEPS
+        if cfg.slot_guess:
+            # the sequence a batch of equal lengths puts the slot in (f(n) = n NC / (N1 - 1)
+            # there), checked with two independent loads: one round trip where it holds; where
+            # not, the search below runs on the side it leaves
+            g = T.alloc_var("int32", init=T.Cast("int32", T.max(T.min(
+                T.Cast("int64", slot) * T.Cast("int64", N1 - 1) // T.Cast("int64", T.max(NC, 1)),
+                T.Cast("int64", N1 - 2)), T.int64(0))))
+            gc = T.max(T.min(g, N1 - 2), 0)
+            ga = T.alloc_var("int32", init=_math.token_index(cu_seqlens[gc], Tn))
+            gb = T.alloc_var("int32", init=_math.token_index(cu_seqlens[gc + 1], Tn))
+            if ga // C + gc > slot:
+                hi = gc - 1
+            elif gc < N1 - 2 and gb // C + gc + 1 <= slot:
+                lo = gc + 1
+            else:
+                lo = gc
+                hi = gc
         for _ in T.serial(steps):
             # lo, hi stay in [0, N1 - 2]; the clamps say so to `verify`, which does
             # not infer loop invariants. Once lo == hi a step loads nothing, so the
@@ -267,8 +284,17 @@ def build_k1(cfg: K1Config):
                 else:
                     hi = mid - 1
         n = T.max(T.min(lo, N1 - 2), 0)
-        bos = _math.token_index(cu_seqlens[n], Tn)
-        eos = T.max(_math.token_index(cu_seqlens[n + 1], Tn), bos)
+        if cfg.slot_guess:
+            # the guess's loads where it held (no second round trip)
+            bos = T.alloc_var("int32", init=ga)
+            eos = T.alloc_var("int32", init=gb)
+            if n != gc:
+                bos = _math.token_index(cu_seqlens[n], Tn)
+                eos = _math.token_index(cu_seqlens[n + 1], Tn)
+            eos = T.max(eos, bos)
+        else:
+            bos = _math.token_index(cu_seqlens[n], Tn)
+            eos = T.max(_math.token_index(cu_seqlens[n + 1], Tn), bos)
         j = slot - (bos // C + n)
         t0 = bos + j * C
         ln = T.if_then_else(j >= 0 and j < T.ceildiv(eos - bos, C), T.min(C, eos - t0), 0)

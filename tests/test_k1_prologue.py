@@ -36,3 +36,15 @@ def test_prologue_knobs_prove(chunk):
     from verify.runner import verify_job
     r = verify_job(build_job(_k1(chunk, early_loads=True, lean_prologue=True)))
     assert r.status == PROVED, [(c.name, c.status) for c in r.checks]
+
+
+def test_slot_guess_proves():
+    """K1Config.slot_guess (prepared in session 23): the search's first step at the sequence a
+    batch of equal lengths gives; its two loads and the loads it spares stay inside cu_seqlens."""
+    from verify.jobs import build_job
+    from verify.report import PROVED
+    from verify.runner import verify_job
+    b = _k1(16, early_loads=True, lean_prologue=True, slot_guess=True)
+    assert b.name.endswith("_el_lp_sg")
+    r = verify_job(build_job(b))
+    assert r.status == PROVED, [(c.name, c.status) for c in r.checks]
