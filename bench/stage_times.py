@@ -4,8 +4,9 @@ caller-provided outputs, on the H200. A short check after a kernel change, not t
     python bench/stage_times.py [--out DIR]
 
 Device: for each shape, the call with cu_seqlens (varlen builds), as a fixed batch, and with
-cu_seqlens and fast_math, fp32 initial and final state: the median of 20 event-timed calls, and each kernel's device time from one
-profiled call. Host: bench/host_overhead.py's timer (perf_counter_ns per call, no sync inside the
+cu_seqlens and fast_math, fp32 initial and final state: the median of 20 event-timed calls (each
+alone: the host's time per call is inside it), the triton do_bench median (`ms_queued`: the queue
+kept full, comparable across host phases), and each kernel's device time from one profiled call. Host: bench/host_overhead.py's timer (perf_counter_ns per call, no sync inside the
 timed region, the queue drained every 32 calls) at T=64, H=1, without state, for
 kda_prefill(...) and kda_prefill(..., out=o) in the default (graph) launch mode.
 Writes stage-times.json to --out ($OUT, else bench/results/) and prints a table.
@@ -53,6 +54,8 @@ def event_ms(fn, n=20):
 
 
 def device_rows():
+    from triton.testing import do_bench
+
     from kda_kernels.reference import random_inputs
     from kda_tile import kda_prefill
     rows = []
@@ -75,9 +78,12 @@ def device_rows():
                                    output_final_state=True, cu_seqlens=cu_arg, fast_math=fast)
             with torch.inference_mode():
                 ms = event_ms(call)
+                # the queue kept full (do_bench's L2 flush runs ahead of each call), so the host's
+                # time per call stays off the device's: comparable across host phases
+                ms_queued = do_bench(call, warmup=25, rep=100, return_mode="median")
                 ks = kernel_ms(call)
             heads = f"H{H}" if HV is None else f"H{H}/HV{HV}"
-            rows.append(dict(shape=f"{heads} {B}x{L}", mode=mode, ms=ms, kernels_ms=ks))
+            rows.append(dict(shape=f"{heads} {B}x{L}", mode=mode, ms=ms, ms_queued=ms_queued, kernels_ms=ks))
             print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -116,10 +122,10 @@ def main():
     print(f"{'call (T=64, H=1)':24s} {'median us':>9s} {'p10':>7s} {'p90':>7s}")
     for r in host:
         print(f"{r['call']:24s} {r['median_us']:9.2f} {r['p10_us']:7.2f} {r['p90_us']:7.2f}")
-    print(f"{'shape':20s} {'mode':15s} {'ms':>7s}  kernels (ms)")
+    print(f"{'shape':20s} {'mode':15s} {'ms':>7s} {'queued':>7s}  kernels (ms)")
     for r in dev:
         ks = ", ".join(f"{k.replace('_kernel', '')} {v:.3f}" for k, v in sorted(r["kernels_ms"].items()))
-        print(f"{r['shape']:20s} {r['mode']:15s} {r['ms']:7.3f}  {ks}")
+        print(f"{r['shape']:20s} {r['mode']:15s} {r['ms']:7.3f} {r['ms_queued']:7.3f}  {ks}")
 
 
 if __name__ == "__main__":
