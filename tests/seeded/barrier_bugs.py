@@ -285,9 +285,10 @@ def ws_carry_synced():
     return _ws_carry("ws_carry_synced", True)
 
 
-def _cp_async_rows(name, row):
+def _cp_async_rows(name, row, read_early=False):
     """Four passes of 16-byte cp.async copies, all in flight at once (K1's prologue), then one
-    wait: row(it, tx) is the shared row each pass writes."""
+    wait: row(it, tx) is the shared row each pass writes. read_early: each thread reads back its
+    own first copy's bytes before the wait that retires it."""
     @T.prim_func
     def kern(A: T.Tensor((64, 64), "bfloat16"), B: T.Tensor((64, 64), "bfloat16")):
         with T.Kernel(1, threads=NT) as bx:
@@ -297,6 +298,8 @@ def _cp_async_rows(name, row):
                 T.ptx_cp_async(T.access_ptr(S[row(it, tx), tx % 8 * 8], "w", 8),
                                T.access_ptr(A[it * 16 + tx // 8, tx % 8 * 8], "r", 8), 8)
             T.ptx_commit_group()
+            if read_early:
+                B[tx // 8, tx % 8 * 8] = S[tx // 8, tx % 8 * 8]
             T.ptx_wait_group(0)
             T.sync_threads()
             for i in T.serial(32):
@@ -305,22 +308,7 @@ def _cp_async_rows(name, row):
 
 
 def cp_async_read_early():
-    """Each thread reads back its own first copy's bytes before the wait that retires it."""
-    @T.prim_func
-    def cp_async_read_early(A: T.Tensor((64, 64), "bfloat16"), B: T.Tensor((64, 64), "bfloat16")):
-        with T.Kernel(1, threads=NT) as bx:
-            S = T.alloc_shared((64, 64), "bfloat16")
-            tx = T.get_thread_binding()
-            for it in T.unroll(4):
-                T.ptx_cp_async(T.access_ptr(S[it * 16 + tx // 8, tx % 8 * 8], "w", 8),
-                               T.access_ptr(A[it * 16 + tx // 8, tx % 8 * 8], "r", 8), 8)
-            T.ptx_commit_group()
-            B[tx // 8, tx % 8 * 8] = S[tx // 8, tx % 8 * 8]
-            T.ptx_wait_group(0)
-            T.sync_threads()
-            for i in T.serial(32):
-                B[(i * NT + tx) // 64, (i * NT + tx) % 64] = S[(i * NT + tx) // 64, (i * NT + tx) % 64]
-    return cp_async_read_early
+    return _cp_async_rows("cp_async_read_early", lambda it, tx: it * 16 + tx // 8, read_early=True)
 
 
 def cp_async_rows():
