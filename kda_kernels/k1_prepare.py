@@ -91,6 +91,20 @@ def build_k1(cfg: K1Config):
                 out[hv, (bc * CPB + c) * C + r % C, e] = st_s[r, e]
 
     @T.macro
+    def gate_args(nb, d2, hv, A_log, dt_bias, a_h0, nb_s):
+        """a_h = exp(A_log) and the bias terms nb of channels 2 d2, 2 d2 + 1: the gate's argument
+        a_h (g + dt_bias) folded into one fma per element (the accurate form takes -log2(e)
+        a_h (g + dt_bias) straight into ex2). With early_loads both were formed in the prologue."""
+        if cfg.early_loads:
+            for e in T.unroll(2):
+                nb[e] = nb_s[d2 * 2 + e]
+            return a_h0
+        a_h = _math.exp(A_log[hv], fast)
+        for e in T.unroll(2):
+            nb[e] = a_h * dt_bias[hv, d2 * 2 + e] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
+        return a_h
+
+    @T.macro
     def column_pass_halves(q_s, k_s, ki_s, kdh_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound, qd, kr, gC,
                            slot_len, bc, hv, tx, a_h0, nb_s):
         """The column pass of a 32-token chunk: thread (hf, d2) walks rows hf SUB .. hf SUB + SUB - 1
@@ -113,14 +127,7 @@ def build_k1(cfg: K1Config):
         e2 = T.alloc_local((2,), accum)
         t1 = T.alloc_local((2,), accum)
         lbl = lower_bound * _math.LOG2E
-        if cfg.early_loads:
-            a_h = a_h0
-            for e in T.unroll(2):
-                nb[e] = nb_s[d2 * 2 + e]
-        else:
-            a_h = _math.exp(A_log[hv], fast)
-            for e in T.unroll(2):
-                nb[e] = a_h * dt_bias[hv, d2 * 2 + e] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
+        a_h = gate_args(nb, d2, hv, A_log, dt_bias, a_h0, nb_s)
         for i in T.unroll(SUB):
             for e in T.unroll(2):
                 x = T.Cast(accum, ki_s[hf * SUB + i, d2 * 2 + e])
@@ -533,16 +540,7 @@ def build_k1(cfg: K1Config):
                     gcl = T.alloc_local((2,), accum)
                     nb = T.alloc_local((2,), accum)
                     lbl = lower_bound * _math.LOG2E
-                    # the gate's argument a_h (g + dt_bias), folded into one fma per element;
-                    # the accurate form takes -log2(e) a_h (g + dt_bias) straight into ex2
-                    if cfg.early_loads:
-                        a_h = a_h0
-                        for e in T.unroll(2):
-                            nb[e] = nb_s[d2 * 2 + e]
-                    else:
-                        a_h = _math.exp(A_log[hv], fast)
-                        for e in T.unroll(2):
-                            nb[e] = a_h * dt_bias[hv, d2 * 2 + e] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
+                    a_h = gate_args(nb, d2, hv, A_log, dt_bias, a_h0, nb_s)
                     for i in T.unroll(C):
                         for e in T.unroll(2):
                             x = T.Cast(accum, ki_s[c * C + i, d2 * 2 + e])
