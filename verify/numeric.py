@@ -224,14 +224,8 @@ def any_overlap(k, x, y, ox, nx, oy, ny, distinct_threads: bool):
     if x is y and not distinct_threads:
         return _self_overlap(k, x, ox, nx)
     try:
-        ex, _ = instances(k, x, [ox, nx])
-        ey, _ = instances(k, y, [oy, ny])
-        ax = np.broadcast_to(np_eval(ox, ex), ex["__thread"].shape)[ex["__active"]]
-        bx = ax + np.broadcast_to(np_eval(nx, ex), ex["__thread"].shape)[ex["__active"]]
-        tx = ex["__thread"][ex["__active"]]
-        ay = np.broadcast_to(np_eval(oy, ey), ey["__thread"].shape)[ey["__active"]]
-        by = ay + np.broadcast_to(np_eval(ny, ey), ey["__thread"].shape)[ey["__active"]]
-        ty = ey["__thread"][ey["__active"]]
+        ax, bx, tx, _ = _byte_ranges(k, x, ox, nx)
+        ay, by, ty, _ = _byte_ranges(k, y, oy, ny)
     except Symbolic:
         return None
     if ax.size == 0 or ay.size == 0:
@@ -250,18 +244,22 @@ def any_overlap(k, x, y, ox, nx, oy, ny, distinct_threads: bool):
     return False
 
 
+def _byte_ranges(k, site, off, n):
+    """[start, end) and thread of each active execution of `site`, and the enumeration's symbols."""
+    env, _ = instances(k, site, [off, n])
+    act = env["__active"]
+    a = np.broadcast_to(np_eval(off, env), env["__thread"].shape)[act]
+    return a, a + np.broadcast_to(np_eval(n, env), env["__thread"].shape)[act], env["__thread"][act], env
+
+
 def _self_overlap(k, x, ox, nx):
     """any_overlap for two different executions of one site, by any threads."""
     try:
-        ex, _ = instances(k, x, [ox, nx])
-        a = np.broadcast_to(np_eval(ox, ex), ex["__thread"].shape)[ex["__active"]]
-        b = a + np.broadcast_to(np_eval(nx, ex), ex["__thread"].shape)[ex["__active"]]
+        a, b, _, env = _byte_ranges(k, x, ox, nx)
     except Symbolic:
         return None
-    if any(lp.sym.decl().name() not in ex and not _single_trip(lp) for lp in x.loops):
+    if any(lp.sym.decl().name() not in env and not _single_trip(lp) for lp in x.loops):
         return True     # executions that differ only in a loop the address ignores: same bytes
-    if a.size < 2:
-        return False
     # sorted by start, two intervals overlap iff one starts before an earlier one's end
     order = np.argsort(a, kind="stable")
     a, b = a[order], b[order]

@@ -589,7 +589,7 @@ def _static_extent(s):
 
 def _completes_locally(k, s):
     """An async read (wgmma, TMA store) whose completion wait follows before any barrier."""
-    want = {"wgmma": "wgmma_wait", "tma_store": "tma_store_wait", "cp_async": "cp_async_wait"}[s.op]
+    want = {"wgmma": "wgmma_wait", "tma_store": "tma_store_wait"}[s.op]
     for t in k.sites[s.id + 1:]:
         if t.op == want and _prefix(t.loops, s.loops) and t.extra.get("n", 0) == 0:
             return True
@@ -1094,13 +1094,11 @@ def _race(st):
     acc = _race_accesses(k)
     asyncs = {}
     for s in acc:
-        # a TMA load completes on its mbarrier; a wgmma, TMA store or cp.async (either side)
-        # counts as done at its issue point only when its completion wait follows before any barrier
-        if s.op == "tma_load":
-            asyncs[s.id] = True
-        elif s.op == "cp_async":
-            # always in flight until a wait_group retires it (_cp_async_order): its own thread's
-            # accesses between the issue and the wait race with it too
+        # a TMA load completes on its mbarrier, a cp.async at the wait_group that retires it
+        # (_cp_async_order; its own thread's accesses before that wait race with it too); a
+        # wgmma or TMA store counts as done at its issue point only when its completion wait
+        # follows before any barrier
+        if s.op in ("tma_load", "cp_async"):
             asyncs[s.id] = True
         elif s.async_proxy:
             asyncs[s.id] = not _completes_locally(k, s)
