@@ -29,22 +29,14 @@ def test_lean_prologue_issues_its_copies_before_any_barrier(chunk, varlen):
     assert _barriers_before_first_copy(b) == 0
 
 
-@pytest.mark.parametrize("chunk", [16, 32])
-def test_prologue_knobs_prove(chunk):
+@pytest.mark.parametrize("chunk,slot_guess", [(16, False), (32, False), (16, True)])
+def test_prologue_knobs_prove(chunk, slot_guess):
+    """slot_guess (prepared in session 23): the search's first step at the sequence a batch of
+    equal lengths gives; its two loads and the loads it spares stay inside cu_seqlens."""
     from verify.jobs import build_job
     from verify.report import PROVED
     from verify.runner import verify_job
-    r = verify_job(build_job(_k1(chunk, early_loads=True, lean_prologue=True)))
-    assert r.status == PROVED, [(c.name, c.status) for c in r.checks]
-
-
-def test_slot_guess_proves():
-    """K1Config.slot_guess (prepared in session 23): the search's first step at the sequence a
-    batch of equal lengths gives; its two loads and the loads it spares stay inside cu_seqlens."""
-    from verify.jobs import build_job
-    from verify.report import PROVED
-    from verify.runner import verify_job
-    b = _k1(16, early_loads=True, lean_prologue=True, slot_guess=True)
-    assert b.name.endswith("_el_lp_sg")
+    b = _k1(chunk, early_loads=True, lean_prologue=True, slot_guess=slot_guess)
+    assert b.name.endswith("_el_lp_sg" if slot_guess else "_el_lp")
     r = verify_job(build_job(b))
     assert r.status == PROVED, [(c.name, c.status) for c in r.checks]
