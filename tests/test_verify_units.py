@@ -232,3 +232,48 @@ def test_self_pair_overlap_needs_two_executions(kernel, want):
     k = extract(lower(getattr(bb, kernel)(), bb.MANUAL))
     site = next(s for s in k.sites if s.kind == "access" and s.op == "cp_async" and s.shared)
     assert any_overlap(k, site, site, *abs_range(site), *abs_range(site), distinct_threads=False) is want
+
+
+def test_sampled_loop_guards_keep_every_residue():
+    """A ring loop of symbolic trip count is enumerated over one period of the barrier index; a
+    guard such as `1 <= c` must not then drop the executions of a residue (session 24: the
+    arrival `if c >= 1: arrive(empty[(c + 1) % 2])` was enumerated as index {0} only, so its
+    arrivals on empty[1] were never counted)."""
+    import tests.seeded.pipeline_mutants as pm
+    from verify import solver
+    from verify.checks.barriers import _State
+    from verify.extract import extract
+    from verify.lowering import lower
+    k = extract(lower(pm.ring_gemm_late_release()), ["N >= 1", "N <= 2**20"])
+    st = _State(k, solver.Ctx(k))
+    arrive = next(s for s in k.sites if s.kind == "mbar" and s.op == "arrive" and s.mbar[0] == "empty")
+    assert arrive.conds    # the guard on c
+    assert st.ph.values(arrive) == {0, 1}
+
+
+def test_wgmma_waits_and_commits_are_sites():
+    """T.wait_wgmma (tl.wait_wgmma) and T.warpgroup_wait lower to wgmma_wait sites with their
+    n, warpgroup_commit_batch to wgmma_commit: the wgmma reads are in flight until then."""
+    import tests.seeded.pipeline_mutants as pm
+    from verify.extract import extract
+    from verify.lowering import lower
+    for fn, want in ((pm.ring_gemm_late_release, [1, 0]), (pm.tma_gemm, [0])):
+        k = extract(lower(fn()), ["N >= 1", "N <= 2**20"])
+        assert [s.extra["n"] for s in k.sites if s.op == "wgmma_wait"] == want, fn.__name__
+        assert any(s.op == "wgmma_commit" for s in k.sites)
+
+
+def test_unknown_intrinsic_is_unsupported():
+    """A statement-level intrinsic the model does not know (here tl.sync_grid in place of the
+    wgmma wait) is named by model.unsupported, not skipped."""
+    import tests.seeded.pipeline_mutants as pm
+    from verify import mutate
+    from verify.extract import extract
+    from verify.lowering import lower
+    from verify.tir import tirx
+    low = lower(pm.tma_gemm())
+    grid = tirx.op.Op.get("tl.sync_grid")
+    low.device_func = mutate.rewrite_call(low.device_func, "tl.warpgroup_wait",
+                                          lambda c: tirx.Call(c.dtype, grid, []))
+    k = extract(low, ["N >= 1", "N <= 2**20"])
+    assert any("tl.sync_grid" in why for _, why in k.unsupported), k.unsupported

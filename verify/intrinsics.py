@@ -99,6 +99,7 @@ SIGNATURES = {
     "tirx.tvm_storage_sync": [Form("block", ("scope",)), Form("named", ("scope", "id", "count"))],
     "tl.set_max_nreg": [Form("set", ("regs", "inc"))],
     "tl.warpgroup_wait": [Form("wait", ("n",))],
+    "tl.wait_wgmma": [Form("wait", ("n",))],
     "tirx.ptx_wait_group": [Form("wait", ("n",))],
     "tl.tma_store_wait": [Form("wait", ("n",)), Form("wait_read", ("n", "read"))],
 }

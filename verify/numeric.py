@@ -166,6 +166,24 @@ def loop_values(k, name, terms):
     return list(range(math.lcm(*moduli)))
 
 
+def _full_range(k, name):
+    from .checks.common import simplify_int
+    lp = next((x for x in k.loops if x.sym.decl().name() == name), None)
+    return lp is not None and simplify_int(lp.lo) is not None and simplify_int(lp.extent) is not None
+
+
+def _periodic_in(cond, sampled):
+    """cond takes, on one sample period of each sampled loop, every value it takes anywhere."""
+    names = consts_of(cond)
+    for name, period in sampled.items():
+        if name not in names:
+            continue
+        m = mod_only(cond, name)
+        if m is None or any(period % x for x in m):
+            return False
+    return True
+
+
 def instances(k, site, terms, base_name=None):
     """Enumerate the executions of `site` that matter for `terms`.
 
@@ -177,6 +195,7 @@ def instances(k, site, terms, base_name=None):
         free.update(consts_of(t))
     thread_names = {sym.decl().name() for sym, _ in k.threads.values()}
     axes = []
+    sampled = {}   # loop -> period, for loops enumerated over one period of the terms
     for name in sorted(free):
         if name in thread_names:
             continue
@@ -186,6 +205,14 @@ def instances(k, site, terms, base_name=None):
         if vals is None:
             raise Symbolic(name)
         axes.append((name, vals))
+        if not _full_range(k, name):
+            sampled[name] = len(vals)
+    # the site's loops the terms do not mention stand for every iteration at once, as if
+    # sampled with period 1
+    for lp in site.loops:
+        name = lp.sym.decl().name()
+        if name not in free and not _single_trip(lp):
+            sampled[name] = 1
     key = (id(k), site.id, tuple((n, len(v), v[0] if v else 0) for n, v in axes))
     hit = _inst_cache.get(key)
     if hit is not None and hit[0] is k:
@@ -202,11 +229,18 @@ def instances(k, site, terms, base_name=None):
         env[name] = g.reshape(-1)
     env.update((sym.decl().name(), v) for sym, v in k.thread_split(lin))
     env["__thread"] = lin
-    cond = z3.And(list(site.conds)) if site.conds else z3.BoolVal(True)
-    try:
-        act = np.broadcast_to(np_eval(cond, env), lin.shape)
-    except Symbolic:
-        act = np.ones(lin.shape, dtype=bool)
+    # A guard is evaluated on the enumeration only where a sampled loop enters it periodically
+    # (its period dividing the sample's): `1 <= c` on a sample c in {0, 1} of a ring's period
+    # would drop every execution of residue 0 (an arrival's barrier index, a copy's bytes).
+    # Others are left out: the executions are then over-approximated, which every caller allows.
+    act = np.ones(lin.shape, dtype=bool)
+    for c in site.conds:
+        if not _periodic_in(c, sampled):
+            continue
+        try:
+            act &= np.broadcast_to(np_eval(c, env), lin.shape)
+        except Symbolic:
+            pass
     env["__active"] = act
     if len(_inst_cache) > 4096:
         _inst_cache.clear()

@@ -85,6 +85,45 @@ def tma_store_epilogue():
     return tma_store_epilogue
 
 
+def ring_gemm_late_release(early=False):
+    """A warp-specialized ring (one TMA warp, one wgmma warpgroup) in which the consumer keeps
+    one wgmma group in flight: after issuing chunk c it waits with wait_wgmma(1), which retires
+    chunk c - 1, and only then hands chunk c - 1's slot back. `early` hands back chunk c's own
+    slot at that point, while its wgmma may still read it."""
+    N = T.dynamic("N")
+    S = 2
+
+    @T.prim_func
+    def ring_gemm(X: T.Tensor((N * 64, 64), "float16"), Y: T.Tensor((64, 64), "float16"),
+                  C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=256):
+            Xr = T.alloc_shared((S, 64, 64), "float16")
+            Ys = T.alloc_shared((64, 64), "float16")
+            Acc = T.alloc_fragment((64, 64), "float32")
+            full = T.alloc_barrier(arrive_count=[32] * S)
+            empty = T.alloc_barrier(arrive_count=[128] * S)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                T.copy(Y, Ys)
+                T.clear(Acc)
+                for c in T.serial(N):
+                    T.barrier_wait(full[c % S], (c // S) % 2)
+                    T.wgmma_gemm(Xr[c % S, :, :], Ys, Acc, transpose_B=True)
+                    T.wait_wgmma(1)
+                    if early:
+                        T.barrier_arrive(empty[c % S])
+                    elif c >= 1:
+                        T.barrier_arrive(empty[(c - 1) % S])
+                T.wait_wgmma(0)
+                T.copy(Acc, C)
+            elif tx < 160:
+                for c in T.serial(N):
+                    T.barrier_wait(empty[c % S], (c // S + 1) % 2)
+                    T.tma_copy(X[c * 64:c * 64 + 64, :], Xr[c % S, :, :], barrier=full[c % S])
+                    T.barrier_arrive(full[c % S])
+    return ring_gemm
+
+
 def _xor1(e):
     return tirx.Call("int32", tirx.op.Op.get("tirx.bitwise_xor"), [e, tirx.const(1, "int32")])
 
@@ -134,6 +173,11 @@ def _no_store_fence(f):
     return mutate.drop_call(f, "tl.fence_proxy_async", nth=-1)
 
 
+def _wgmma_wait_later(f):
+    # the consumer's wgmma wait leaves its group in flight when it releases the stage on "empty"
+    return mutate.rewrite_call(f, "tl.warpgroup_wait", lambda c: mutate.with_arg(c, 0, int(c.args[0]) + 1))
+
+
 def _consumer_full_wait_index(f):
     """Program-order index of the first wait with a parity that is not XOR-ed (consumer side)."""
     from tvm.tirx.stmt_functor import post_order_visit
@@ -152,7 +196,8 @@ def _consumer_full_wait_index(f):
 
 
 KERNELS = {"tma_gemm": tma_gemm, "staged_gemm": staged_gemm, "cp_async_gemm": cp_async_gemm,
-           "tma_store_epilogue": tma_store_epilogue}
+           "tma_store_epilogue": tma_store_epilogue, "ring_late_release": ring_gemm_late_release,
+           "ring_release_early": lambda: ring_gemm_late_release(early=True)}
 MUTATIONS = {
     "tma_wrong_tx_bytes": ("tma_gemm", _wrong_tx),
     "tma_wrong_parity": ("tma_gemm", _wrong_parity),
@@ -162,17 +207,22 @@ MUTATIONS = {
     "wgmma_no_proxy_fence": ("staged_gemm", _no_proxy_fence),
     "cp_async_wait_group_late": ("cp_async_gemm", _wait_group_later),
     "tma_store_no_proxy_fence": ("tma_store_epilogue", _no_store_fence),
+    "wgmma_wait_late": ("tma_gemm", _wgmma_wait_later),
 }
 PRECONDITIONS = {name: ["N >= 1", "N <= 2**20"] for name in ("tma_gemm", "cp_async_gemm", "tma_store_epilogue",
+                                                            "ring_late_release", "ring_release_early",
                                                             *MUTATIONS) if name != "wgmma_no_proxy_fence"}
-BANK_BUDGET = {name: 8 for name in ("tma_gemm", "staged_gemm", "cp_async_gemm", "tma_store_epilogue", *MUTATIONS)}
+BANK_BUDGET = {name: 8 for name in ("tma_gemm", "staged_gemm", "cp_async_gemm", "tma_store_epilogue",
+                                    "ring_late_release", "ring_release_early", *MUTATIONS)}
 PASS_CONFIGS = {name: {"tl.disable_tma_lower": True, "tl.disable_warp_specialized": True}
                 for name in ("cp_async_gemm", "cp_async_wait_group_late")}
 EXPECT = {"tma_gemm": None, "staged_gemm": None, "tma_wrong_tx_bytes": "barriers.mbarrier_phase",
           "tma_wrong_parity": "barriers.race", "tma_wrong_arrive_count": "barriers.mbarrier_phase",
           "tma_no_init_fence": "barriers.mbarrier_init", "tma_wrong_barrier": "barriers.mbarrier_phase",
           "wgmma_no_proxy_fence": "barriers.proxy_fence", "cp_async_gemm": None, "tma_store_epilogue": None,
-          "cp_async_wait_group_late": "barriers.race", "tma_store_no_proxy_fence": "barriers.proxy_fence"}
+          "cp_async_wait_group_late": "barriers.race", "tma_store_no_proxy_fence": "barriers.proxy_fence",
+          "wgmma_wait_late": "barriers.race", "ring_late_release": None, "ring_release_early": "barriers.race"}
 TWIN = {"tma_wrong_tx_bytes": "tma_gemm", "tma_wrong_parity": "tma_gemm", "tma_wrong_arrive_count": "tma_gemm",
         "tma_no_init_fence": "tma_gemm", "tma_wrong_barrier": "tma_gemm", "wgmma_no_proxy_fence": "staged_gemm",
-        "cp_async_wait_group_late": "cp_async_gemm", "tma_store_no_proxy_fence": "tma_store_epilogue"}
+        "cp_async_wait_group_late": "cp_async_gemm", "tma_store_no_proxy_fence": "tma_store_epilogue",
+        "wgmma_wait_late": "tma_gemm", "ring_release_early": "ring_late_release"}

@@ -587,17 +587,6 @@ def _static_extent(s):
     return b.base_byte, b.base_byte + sz * b.elem_bytes
 
 
-def _completes_locally(k, s):
-    """An async read (wgmma, TMA store) whose completion wait follows before any barrier."""
-    want = {"wgmma": "wgmma_wait", "tma_store": "tma_store_wait"}[s.op]
-    for t in k.sites[s.id + 1:]:
-        if t.op == want and _prefix(t.loops, s.loops) and t.extra.get("n", 0) == 0:
-            return True
-        if t.kind in ("sync", "mbar") or not (_prefix(t.loops, s.loops) or _prefix(s.loops, t.loops)):
-            return False
-    return False
-
-
 def _prefix(a, b):
     return len(a) <= len(b) and all(x is y for x, y in zip(a, b))
 
@@ -728,37 +717,52 @@ def _acquire(st, y, ty, buf, b):
 
 @_cached
 def _release(st, x, tx, buf, b):
-    """(the phase of x's thread's first arrival on (buf, b) after x, such an arrival exists)."""
+    """[(the phase of x's thread's first arrival on (buf, b) after x is complete, such an
+    arrival exists)], one entry a way x completes: a TMA load on its own barrier, an
+    ASYNC_GROUPS op at a wait that retires it (the arrival then follows that wait), anything
+    else where it stands."""
     ph = st.ph
     if x.op == "tma_load" and x.mbar is not None:
         n = ph.tx_phase(x, b)
         if n is None:
             st.incomplete.add(f"the phase of TMA loads on {buf}")
-            return None
-        return st.ctx.instance(n, tx), st.ctx.instance(x.mbar[1], tx) == b
-    before, total = ph.arrivals(x, buf, b), ph.arrivals(END, buf, b)
+            return []
+        return [(st.ctx.instance(n, tx), st.ctx.instance(x.mbar[1], tx) == b)]
+    total = ph.arrivals(END, buf, b)
+    if x.op in ASYNC_GROUPS:
+        out = []
+        for w, sub, body in _retirements(st, x, tx):
+            before = ph.arrivals(w, buf, b)
+            if before is None or total is None:
+                st.incomplete.add(f"arrivals on {buf}[{b}]")
+                continue
+            before = st.ctx.instance(before, _WTAG)
+            out.append((z3.substitute(before, *sub),
+                        z3.substitute(z3.And(body, st.ctx.instance(total, _WTAG) > before), *sub)))
+        return out
+    before = ph.arrivals(x, buf, b)
     if before is None or total is None:
         st.incomplete.add(f"arrivals on {buf}[{b}]")
-        return None
+        return []
     before = st.ctx.instance(before, tx)
-    return before, st.ctx.instance(total, tx) > before
+    return [(before, st.ctx.instance(total, tx) > before)]
 
 
 def _mbar_order(st, x, tx, y, ty, narrow=False):
     """x (instance tx) happens before y (instance ty) through one mbarrier phase: x's thread
-    arrives on b after x (or x is a TMA load completing on b) in a phase that the last wait on
-    b of y's thread before y observed."""
+    arrives on b after x is complete (or x is a TMA load completing on b) in a phase that the
+    last wait on b of y's thread before y observed."""
     self_release = x.op == "tma_load" and x.mbar is not None
     terms = []
     pairs = _barriers_between(st, x, y, self_release)
     if narrow:
         pairs = _narrow(st, pairs, y)
     for buf, b in pairs:
-        rel = _release(st, x, tx, buf, b)
         acq = _acquire(st, y, ty, buf, b)
-        if rel is None or acq is None:
+        if acq is None:
             continue
-        terms.append(z3.And(rel[1], acq[1], rel[0] <= acq[0]))
+        for rel in _release(st, x, tx, buf, b):
+            terms.append(z3.And(rel[1], acq[1], rel[0] <= acq[0]))
     return z3.Or(terms) if terms else z3.BoolVal(False)
 
 
@@ -794,8 +798,8 @@ def _mbar_order2(st, x, tx, y, ty, narrow=False):
     terms = []
     self_release = x.op == "tma_load" and x.mbar is not None
     for buf1, b1 in _barriers_between_any(st, x, self_release):
-        rel = _release(st, x, tx, buf1, b1)
-        if rel is None:
+        rels = _release(st, x, tx, buf1, b1)
+        if not rels:
             continue
         for a2 in _intermediates(st, buf1, b1):
             if narrow and (buf1, b1) not in _narrow(st, [(buf1, b1)], a2):
@@ -823,7 +827,8 @@ def _mbar_order2(st, x, tx, y, ty, narrow=False):
                     if mid is None:
                         continue
                     cond, W1, D1, m2 = mid
-                    terms.append(z3.And(cond, rel[1], acq[1], rel[0] <= W1 - 1 - D1, m2 <= acq[0]))
+                    for rel in rels:
+                        terms.append(z3.And(cond, rel[1], acq[1], rel[0] <= W1 - 1 - D1, m2 <= acq[0]))
     return (z3.Or(terms) if terms else z3.BoolVal(False)), []
 
 
@@ -956,49 +961,68 @@ def _bar_order(st, x, tx, y, ty):
     return z3.Or(terms) if terms else z3.BoolVal(False)
 
 
-def _cp_async_order(st, x, tx, y, ty):
-    """A cp.async write x is complete for its thread at a wait_group(n) that leaves fewer than
-    its group pending (x's group < groups committed before the wait - n); the wait then orders
-    x like a write of that thread. Witness iterations of the wait come from x's and y's loops."""
+# Asynchronous operations retired in groups: (the op's commit site, its wait_group site). A
+# cp.async writes shared memory, a wgmma and a TMA store read it; each is in flight, for its own
+# thread too, until a wait_group(n) of its thread leaves fewer groups pending than its own.
+ASYNC_GROUPS = {"cp_async": ("cp_async_commit", "cp_async_wait"),
+                "wgmma": ("wgmma_commit", "wgmma_wait"),
+                "tma_store": ("tma_store_commit", "tma_store_wait")}
+_WTAG = "4"
+
+
+def _retirements(st, x, tx, others=()):
+    """The ways x (an ASYNC_GROUPS op, instance tx) is retired: [(w, sub, cond)] where cond says
+    that an execution of wait site w (instance _WTAG) after x leaves fewer than x's group pending
+    (x's group < groups committed before the wait - n), and sub (z3.substitute pairs) makes that
+    execution x's thread's, at witness iterations: x's, or the one after, and for each (site,
+    tag, shifts) in `others` that site's iteration shifted, at each loop depth."""
     import itertools
     k, ctx = st.k, st.ctx
-    commits = [s for s in k.sites if s.op == "cp_async_commit"]
-    waits = [s for s in k.sites if s.op == "cp_async_wait" and s.extra.get("n") is not None]
+    commit_op, wait_op = ASYNC_GROUPS[x.op]
+    commits = [s for s in k.sites if s.op == commit_op]
+    waits = [s for s in k.sites if s.op == wait_op and s.extra.get("n") is not None]
     if not commits or not waits:
-        return z3.BoolVal(False)
+        return []
     counts = st.ph.counts
     gx = _sum_counts(counts, commits, x)
     if gx is None:
-        st.incomplete.add("cp.async groups")
-        return z3.BoolVal(False)
+        st.incomplete.add(f"{x.op} groups")
+        return []
     gx = ctx.instance(gx, tx)
-    terms = []
-    wtag = "4"
+    out = []
     for w in waits:
         if not (_role_mask(st, w) & _role_mask(st, x)).any():
             continue
         cw = _sum_counts(counts, commits, w)
         if cw is None:
-            st.incomplete.add("cp.async groups")
+            st.incomplete.add(f"{x.op} groups")
             continue
-        tsame = [(ctx.instance(sym, wtag), ctx.instance(sym, tx)) for sym, _ in k.threads.values()]
-        done = gx < ctx.instance(cw, wtag) - w.extra["n"]
-        after_x = _lex_before(ctx, x, tx, w, wtag)
-        order = z3.Or(_bar_order(st, w, wtag, y, ty),
-                      z3.And(ctx.instance(k.thread_linear(), wtag) == ctx.instance(k.thread_linear(), ty),
-                             _lex_before(ctx, w, wtag, y, ty)))
-        body = z3.And([ctx.instance(c, wtag) for c in w.conds]
-                      + ctx.loop_facts(w.loops, wtag) + [done, after_x, order])
+        tsame = [(ctx.instance(sym, _WTAG), ctx.instance(sym, tx)) for sym, _ in k.threads.values()]
+        body = z3.And([ctx.instance(c, _WTAG) for c in w.conds] + ctx.loop_facts(w.loops, _WTAG)
+                      + [gx < ctx.instance(cw, _WTAG) - w.extra["n"], _lex_before(ctx, x, tx, w, _WTAG)])
         options = []
         for depth, lp in enumerate(w.loops):
             opts = []
-            for other, tag, shifts in ((x, tx, (0, 1)), (y, ty, (0, -1))):
+            for other, tag, shifts in ((x, tx, (0, 1)),) + tuple(others):
                 if depth < len(other.loops):
                     opts += [ctx.instance(other.loops[depth].sym, tag) + d for d in shifts]
-            options.append([(ctx.instance(lp.sym, wtag), o) for o in opts] or [None])
+            options.append([(ctx.instance(lp.sym, _WTAG), o) for o in opts] or [None])
         for combo in itertools.product(*options):
             sub = tsame + [c for c in combo if c is not None]
-            terms.append(z3.substitute(body, *sub))
+            out.append((w, sub, body))
+    return out
+
+
+def _group_order(st, x, tx, y, ty):
+    """x, an ASYNC_GROUPS op, is complete before y: a wait that retires x precedes y through a
+    barrier, or in program order of one thread."""
+    ctx = st.ctx
+    terms = []
+    for w, sub, body in _retirements(st, x, tx, ((y, ty, (0, -1)),)):
+        order = z3.Or(_bar_order(st, w, _WTAG, y, ty),
+                      z3.And(ctx.instance(st.k.thread_linear(), _WTAG) == ctx.instance(st.k.thread_linear(), ty),
+                             _lex_before(ctx, w, _WTAG, y, ty)))
+        terms.append(z3.substitute(z3.And(body, order), *sub))
     return z3.Or(terms) if terms else z3.BoolVal(False)
 
 
@@ -1019,8 +1043,8 @@ def _direct_order(st, x, tx, y, ty, async_x, async_y):
         if async_y:
             same = st.ctx.instance(st.k.thread_linear(), tx) == st.ctx.instance(st.k.thread_linear(), ty)
             terms.append(z3.And(same, _lex_before(st.ctx, x, tx, y, ty)))
-    elif x.op == "cp_async":
-        terms.append(_cp_async_order(st, x, tx, y, ty))
+    elif x.op in ASYNC_GROUPS:
+        terms.append(_group_order(st, x, tx, y, ty))
     return z3.Or(terms) if terms else z3.BoolVal(False)
 
 
@@ -1035,7 +1059,7 @@ def _staged(st, x, y, fs, overlap, ax, ay):
     stages = [("direct", None), ("mbar", True), ("mbar", False), ("mbar2", True), ("mbar2", False)]
     tried = set()
     for stage, narrow in stages:
-        if stage == "direct" and ax and ay and x.op != "cp_async" and y.op != "cp_async":
+        if stage == "direct" and ax and ay and x.op not in ASYNC_GROUPS and y.op not in ASYNC_GROUPS:
             continue    # two asynchronous writes/reads are ordered only through mbarriers
         if stage == "mbar":
             o1, o2 = _mbar_order(st, x, "1", y, "2", narrow), _mbar_order(st, y, "2", x, "1", narrow)
@@ -1094,16 +1118,9 @@ def _race(st):
     acc = _race_accesses(k)
     asyncs = {}
     for s in acc:
-        # a TMA load completes on its mbarrier, a cp.async at the wait_group that retires it
-        # (_cp_async_order; its own thread's accesses before that wait race with it too); a
-        # wgmma or TMA store counts as done at its issue point only when its completion wait
-        # follows before any barrier
-        if s.op in ("tma_load", "cp_async"):
-            asyncs[s.id] = True
-        elif s.async_proxy:
-            asyncs[s.id] = not _completes_locally(k, s)
-        else:
-            asyncs[s.id] = False
+        # a TMA load completes on its mbarrier, an ASYNC_GROUPS op at the wait_group that retires
+        # it (_group_order; its own thread's accesses before that wait race with it too)
+        asyncs[s.id] = s.op == "tma_load" or s.op in ASYNC_GROUPS
     pairs = 0
     queried = 0
     reported = set()
