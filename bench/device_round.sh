@@ -49,6 +49,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23b # prepared in session 22: K1 beside resident chains, high-priority K2 first (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23d # session 23: release of K1 early loads / lean prologue: ffi probe, build, matrix rule and 32, stage times (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23e # session 23: split release check, issue 9's long rows with cuDNN (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round24b # prepared in session 24: time slabs, GPU tests then cost and memory under limits (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round24a # prepared in session 23: K1 slot_guess against the released K1, JIT (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23g # session 23: ncu counters of the released K1 at 16 and 32 tokens (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23a # prepared in session 22: K1 early_loads and lean_prologue (16 and 32 tokens) against the released K1s (JIT, ~4 min)
@@ -539,6 +540,15 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     BENCH_LIBS=kda_tile,cudnn_fe timeout 180 python bench/scaling.py --only long --out "$OUT/scaling-long" \
       > "$OUT/scaling-long.log" 2>&1
     echo "long, state inout"; grep -E "^\| H" "$OUT/scaling-long.log" | cut -c1-160 ;;
+  round24b)
+    # prepared in session 24, not run: time slabs (issue 13's memory point; kda_tile.slabs): their
+    # GPU tests (every state mode, 16/32-token and split slabs; peak memory under 64 MB at H96
+    # 1x8192 and H8 1x1M), then their cost through kda_prefill under workspace limits
+    timeout 110 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 240 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k slabs > "$OUT/pytest_slabs.log" 2>&1
+    tail -3 "$OUT/pytest_slabs.log"
+    timeout 200 python -u bench/slab_probe.py > "$OUT/slab_probe.log" 2>&1
+    grep -E "Error|error" "$OUT/slab_probe.log" | head -3; grep -v '^{' "$OUT/slab_probe.log" | tail -24 ;;
   round24a)
     # prepared in session 23, not run: the slot search's first step at the sequence a batch of
     # equal lengths gives (K1Config.slot_guess), 16- and 32-token varlen K1, JIT, checked against

@@ -94,6 +94,76 @@ _RULES_MIN_TOKENS = min(_SPLIT_MIN_TOKENS, _configs.CHUNK32_MIN_TOKENS)
 _RULES_MIN_ELEMS = _RULES_MIN_TOKENS * 128   # q's elements: fewer, and no q row is that long
 
 
+# Issue 13's memory point (kda_tile.slabs): a one-sequence call whose K1 -> K2 workspace would
+# exceed WORKSPACE_LIMIT bytes runs as consecutive slabs under it. None: no limit (the default
+# until the slabs' cost is measured on the H200; bench/slab_probe.py). KDA_TILE_WORKSPACE_MB at
+# import, or set_workspace_limit().
+WORKSPACE_LIMIT = (int(os.environ["KDA_TILE_WORKSPACE_MB"]) << 20) if os.environ.get("KDA_TILE_WORKSPACE_MB") else None
+# (N, T, HV) -> slab tokens (0: one call)
+_SLAB: dict = {}
+
+
+def set_workspace_limit(nbytes: Optional[int]) -> None:
+    """Caps the workspace of one-sequence calls at `nbytes` (None: no cap); see kda_tile.slabs."""
+    global WORKSPACE_LIMIT
+    if nbytes is not None and (not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0):
+        raise ValueError(f"nbytes: expected a positive int or None, got {nbytes!r}")
+    WORKSPACE_LIMIT = nbytes
+    _SLAB.clear()
+
+
+def _one_sequence_plan(T, HV):
+    """_plan's (split, chunk) for one sequence of T tokens."""
+    split = FORCE_SPLIT if FORCE_SPLIT is not None else T >= _SPLIT_MIN_TOKENS and _configs.use_split(1, T, HV)
+    if split:
+        return True, _configs.SPLIT_CHUNK
+    if FORCE_CHUNK is not None:
+        return False, FORCE_CHUNK
+    return False, _chunk_rule(1, T, HV) if T >= _configs.CHUNK32_MIN_TOKENS else 16
+
+
+def _slab_rule(N, T, HV):
+    from . import slabs
+    if N != 1 or WORKSPACE_LIMIT is None:
+        return 0
+    return slabs.slab_tokens(T, HV, WORKSPACE_LIMIT, lambda t: _one_sequence_plan(t, HV))
+
+
+def _slabbed(tokens, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
+             cu_seqlens, fast_math, out, final_state_out):
+    """kda_prefill of one sequence as slabs of `tokens` tokens, once the whole call's arguments pass
+    the checks of the entry it would have taken."""
+    from . import slabs
+    if final_state_out is not None and not output_final_state:
+        raise ValueError("final_state_out: given, but output_final_state is False")
+    _out_types(out, final_state_out)
+    split, chunk = _plan(q, v, cu_seqlens)
+    if split and cu_seqlens is None:
+        split, chunk = False, chunk_for(q, v, cu_seqlens)
+    entry = _gated_entry(*_prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk))
+    try:
+        entry.validate_only(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
+                            o=out, final_state=final_state_out)
+    except (TypeError, ValueError) as e:
+        raise _renamed_outputs(e) from None
+    except RuntimeError:
+        _device_types(q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu_seqlens,
+                      initial_state=initial_state, out=out, final_state_out=final_state_out)
+        raise
+    return slabs.run(kda_prefill, tokens, q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound,
+                     scale=scale, initial_state=initial_state, output_final_state=output_final_state,
+                     cu_seqlens=cu_seqlens, fast_math=fast_math, out=out, final_state_out=final_state_out)
+
+
+def _renamed_outputs(e):
+    """The entry names its own parameters o and final_state; the API's are out and final_state_out."""
+    msg = str(e)
+    for entry_name, api_name in (("o: ", "out: "), ("final_state: ", "final_state_out: ")):
+        if msg.startswith(entry_name):
+            return type(e)(api_name + msg[len(entry_name):])
+    return e
+
+
 def _plan(q, v, cu_seqlens):
     """(split, chunk) of a call: use_split, then the split's chunk or chunk_for. Calls too short
     for either rule (the host-bound ones) are decided by one read of q's shape. A fixed batch
@@ -221,6 +291,11 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
         split, chunk = False, 16
     else:
         split, chunk = _plan(q, v, cu_seqlens)
+        if WORKSPACE_LIMIT is not None:
+            tokens = _by_shape(q, v, cu_seqlens, _SLAB, _slab_rule, 0)
+            if tokens:
+                return _slabbed(tokens, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state,
+                                output_final_state, cu_seqlens, fast_math, out, final_state_out)
         if split and cu_seqlens is None:
             flat = _as_sequences(q, k, v, g, beta, out)
             if flat is not None:
@@ -264,10 +339,9 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
                 flags | 8 if single else flags)
     except (TypeError, ValueError) as e:  # the entry names its own parameters o and final_state
         _out_types(out, final_state_out)
-        msg = str(e)
-        for entry_name, api_name in (("o: ", "out: "), ("final_state: ", "final_state_out: ")):
-            if msg.startswith(entry_name):
-                raise type(e)(api_name + msg[len(entry_name):]) from None
+        r = _renamed_outputs(e)
+        if r is not e:
+            raise r from None
         raise
     except RuntimeError:
         _device_types(q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu_seqlens,

@@ -225,3 +225,56 @@ def test_split_forced(lens, monkeypatch):
     _run_modes(f"split forced varlen {lens} H=3", inp, cu, split=True)
     inp = _inputs(2, 333, 2, seed=31)
     _run_modes("split forced fixed B=2 T=333 H=2", inp, None, split=True)
+
+
+# Time slabs (issue 13's memory point, kda_tile.slabs): one-sequence calls under a workspace limit
+# small enough to cut them into several slabs, 16- and 32-token chunks and the split, every state
+# mode, tails; then the peak device memory beyond inputs and outputs against the limit.
+@pytest.mark.parametrize("T,H,limit_mb,cu", [(3000, 96, 64, False), (3000, 96, 64, True), (3500, 4, 4, True),
+                                              (5000, 4, 4, False), (70001, 1, 12, False)],
+                         ids=["16-fixed", "16-cu", "32-cu", "split-whole-32-slabs", "split"])
+def test_slabs(T, H, limit_mb, cu):
+    from kda_tile import api
+    cu_t = torch.tensor([0, T], dtype=torch.int64, device="cuda") if cu else None
+    inp = _inputs(1, T, H, cu=cu_t, seed=T + H + limit_mb)
+    try:
+        api.set_workspace_limit(limit_mb << 20)
+        tokens = api._slab_rule(1, T, H)
+        assert 0 < tokens < T, tokens
+        _run_modes(f"slabs T={T} H={H} limit={limit_mb} MB ({tokens}-token slabs) cu={cu}", inp, cu_t,
+                   chunked=T > 8192)
+    finally:
+        api.set_workspace_limit(None)
+
+
+@pytest.mark.parametrize("T,H", [(8192, 96), (1 << 20, 8)])
+def test_slabs_memory(T, H):
+    """The default headline shapes under a 64 MB limit: peak memory beyond inputs and outputs
+    stays under it, and o equals the whole call's (the same chunks; the state crosses slabs in
+    fp32). At 1M tokens the whole call splits and the slabs split differently: o within 1e-3."""
+    import kda_tile
+    from kda_kernels.reference import rel_err
+    from kda_tile import api
+    inp = _inputs(1, T, H, seed=T + H)
+    args = [inp[n] for n in ("q", "k", "v", "g", "beta")]
+    kw = dict(A_log=inp["A_log"], dt_bias=inp["dt_bias"], initial_state=inp["h0"], output_final_state=True)
+    api.empty_cache()
+    o_whole, ht_whole = kda_tile.kda_prefill(*args, **kw)
+    api.empty_cache()
+    try:
+        api.set_workspace_limit(64 << 20)
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        o, ht = kda_tile.kda_prefill(*args, **kw)
+        torch.cuda.synchronize()
+        extra = torch.cuda.max_memory_allocated() - base - o.numel() * o.element_size() - ht.numel() * 4
+    finally:
+        api.set_workspace_limit(None)
+        api.empty_cache()
+    e_o, e_h = rel_err(o, o_whole.double()), rel_err(ht, ht_whole.double())
+    RESULTS.append(dict(case=f"slabs memory T={T} H={H}", extra_MB=extra / 2 ** 20, o_vs_whole=e_o, ht_vs_whole=e_h))
+    _flush()
+    assert extra <= 64 << 20, extra / 2 ** 20
+    assert e_o <= (1e-3 if T > 65536 else 1e-6) and e_h <= (1e-3 if T > 65536 else 1e-6), (e_o, e_h)

@@ -1,0 +1,181 @@
+"""Time slabs on the CPU (issue 13's memory point, kda_tile.slabs): the workspace formula against
+the host entry's own allocation, the slab plan against the limit, the slab loop against the
+float64 reference run whole (a reference-backed stand-in for each slab's call), and the API's
+routing. The kernels run slabbed in tests/test_gpu_correctness.py (test_slabs_*)."""
+import pytest
+import torch
+
+import host_codegen as hc
+from host_codegen import expr as X
+from kda_kernels.configs import SPLIT_CHUNK
+from kda_kernels.reference import kda_chunked, random_inputs
+from kda_tile import api, slabs
+
+BF = torch.bfloat16
+_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
+
+
+def _entry_workspace_bytes(N, T, HV, split, chunk, varlen):
+    builds = api.select_builds(varlen=varlen, fast_math=False, initial_state_dtype=None, output_final_state=False,
+                               split=split, chunk=chunk)
+    e = hc.get_entry(*builds, backend="cpp")
+    B, Tq = (1, T) if varlen else (N, T // N)
+    z = lambda *s: torch.zeros(*s, dtype=BF)  # noqa: E731
+    cu = torch.arange(N + 1, dtype=torch.int64) * (T // N) if varlen else None
+    if varlen:
+        cu[-1] = T
+    env = e.validate_only(z(B, Tq, 1, 128), z(B, Tq, 1, 128), z(B, Tq, HV, 128), z(B, Tq, HV, 128), z(B, Tq, HV),
+                          torch.zeros(HV), torch.zeros(HV, 128), cu, None, -5.0, None, expect_device="cpu")
+    total = 0
+    for w in hc.entry_spec(*builds).workspace:
+        n = 1
+        for d in w.shape:
+            n *= X.evaluate(d, env)
+        total += n * _BYTES[w.dtype]
+    return total
+
+
+@pytest.mark.parametrize("N,T,HV,split,chunk,varlen", [
+    (1, 8192, 96, False, 16, True), (1, 8192, 96, False, 16, False), (1, 5000, 4, False, 32, True),
+    (3, 3001, 2, False, 16, True), (2, 4096, 2, False, 32, False), (1, 65536, 8, True, SPLIT_CHUNK, True),
+    (1, 9000, 3, True, SPLIT_CHUNK, True)])
+def test_workspace_formula_is_the_entrys(N, T, HV, split, chunk, varlen):
+    assert slabs.workspace_bytes(N, T, HV, split, chunk, varlen) == _entry_workspace_bytes(N, T, HV, split, chunk,
+                                                                                          varlen)
+
+
+@pytest.mark.parametrize("T,HV,limit_mb", [(8192, 96, 64), (1 << 20, 8, 64), (65536, 8, 64), (32768, 32, 64),
+                                           (8192, 96, 1024), (200_000, 1, 4), (5000, 96, 1), (70001, 1, 12), (8192, 64, 64),
+                                           (5000, 4, 4)])
+def test_slab_plan_fits_the_limit(T, HV, limit_mb):
+    limit = limit_mb << 20
+    tokens = slabs.slab_tokens(T, HV, limit, lambda t: api._one_sequence_plan(t, HV))
+    whole = slabs.workspace_bytes(1, T, HV, *api._one_sequence_plan(T, HV))
+    if whole <= limit:
+        assert tokens == 0
+        return
+    assert tokens % slabs.ALIGN == 0 or tokens == slabs.MIN_TOKENS
+    assert slabs.MIN_TOKENS <= tokens < T
+    # what the slabs hold at once: the two fp32 carry states, the slabs' workspace, and the tail
+    # slab's if it takes another configuration (the entry caches one per configuration)
+    plan = lambda t: api._one_sequence_plan(t, HV)  # noqa: E731
+    need = 2 * HV * 128 * 128 * 4 + slabs.workspace_bytes(1, tokens, HV, *plan(tokens))
+    tail = T % tokens
+    if tail and plan(tail) != plan(tokens):
+        need += slabs.workspace_bytes(1, tail, HV, *plan(tail))
+    if tokens > slabs.MIN_TOKENS:
+        assert need <= limit
+
+
+def _reference_call(calls):
+    """A stand-in for kda_prefill on one slab: the float64 chunked reference, written into the
+    caller's outputs in their dtypes; it records each slab's arguments."""
+    def call(q, k, v, g, beta, *, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
+             cu_seqlens, fast_math, out, final_state_out):
+        assert out is not None and out.shape == v.shape and q.shape[0] == 1
+        assert (final_state_out is not None) == output_final_state
+        if cu_seqlens is not None:
+            assert cu_seqlens.tolist() == [0, q.shape[1]]
+        if initial_state is not None and final_state_out is not None:
+            assert initial_state.data_ptr() != final_state_out.data_ptr()
+        h0 = None if initial_state is None else initial_state.double()
+        o, ht = kda_chunked(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, scale=scale,
+                            initial_state=h0, output_final_state=output_final_state, cu_seqlens=cu_seqlens)
+        out.copy_(o)
+        if output_final_state:
+            final_state_out.copy_(ht)
+        calls.append((q.shape[1], None if initial_state is None else initial_state.dtype,
+                      None if final_state_out is None else final_state_out.dtype))
+    return call
+
+
+@pytest.mark.parametrize("h0", [None, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("want_ht", [False, True])
+@pytest.mark.parametrize("cu", [False, True])
+def test_slab_loop_matches_the_whole_sequence(h0, want_ht, cu):
+    T, H, tokens = 200, 2, 64
+    x = random_inputs(1, T, H, seed=7 + T)
+    q, k, v, g, beta = (x[n] for n in ("q", "k", "v", "g", "beta"))
+    kw = dict(A_log=x["A_log"], dt_bias=x["dt_bias"], lower_bound=-5.0, scale=None)
+    init = None if h0 is None else torch.randn(1, H, 128, 128).to(h0)
+    cu_seqlens = torch.tensor([0, T]) if cu else None
+    ro, rht = kda_chunked(q, k, v, g, beta, **kw, initial_state=None if init is None else init.double(),
+                          output_final_state=True, cu_seqlens=cu_seqlens)
+    calls = []
+    out = torch.full(v.shape, float("nan"), dtype=BF)
+    o, ht = slabs.run(_reference_call(calls), tokens, q, k, v, g, beta, **kw, initial_state=init,
+                      output_final_state=want_ht, cu_seqlens=cu_seqlens, fast_math=False, out=out,
+                      final_state_out=None)
+    assert o is out and not torch.isnan(o.float()).any()
+    assert [c[0] for c in calls] == [64, 64, 64, 8]
+    # every slab after the first starts from the fp32 carry; the last writes the state asked for
+    assert all(c[1] == torch.float32 for c in calls[1:]) and calls[0][1] == (None if h0 is None else torch.float32)
+    assert all(c[2] == torch.float32 for c in calls[:-1])
+    assert calls[-1][2] == (torch.float32 if want_ht else None)
+    assert (o.double() - ro.to(BF).double()).abs().max() <= 2 ** -7 * ro.abs().max()
+    if want_ht:
+        assert ht.dtype == (h0 or torch.float32) and ht.shape == (1, H, 128, 128)
+        assert torch.allclose(ht.double(), rht.to(ht.dtype).double(), rtol=1e-2 if h0 == BF else 1e-5, atol=1e-6)
+    else:
+        assert ht is None
+
+
+def test_api_routes_long_single_sequences_to_slabs(monkeypatch):
+    """With a limit, a one-sequence call over it goes to the slabs (after the whole call's checks);
+    several sequences, short calls and no limit do not."""
+    seen = []
+    monkeypatch.setattr(api, "_slabbed", lambda tokens, *a: seen.append(tokens) or ("slabbed", None))
+    q = torch.zeros(1, 8192, 96, 128, dtype=BF)
+    cu1, cu2 = torch.tensor([0, 8192]), torch.tensor([0, 4096, 8192])
+    try:
+        api.set_workspace_limit(64 << 20)
+        assert api.kda_prefill(q, q, q, q, q[..., 0], A_log=None, dt_bias=None)[0] == "slabbed"
+        assert api.kda_prefill(q, q, q, q, q[..., 0], A_log=None, dt_bias=None, cu_seqlens=cu1)[0] == "slabbed"
+        assert seen and seen[0] == seen[1] and seen[0] % 32 == 0
+        with pytest.raises(ValueError, match="expected a cuda tensor|device"):
+            api.kda_prefill(q, q, q, q, q[..., 0], A_log=torch.zeros(96), dt_bias=torch.zeros(96, 128),
+                            cu_seqlens=cu2)   # two sequences: the entry's own checks, no slabs
+        assert len(seen) == 2
+        api.set_workspace_limit(None)
+        with pytest.raises(ValueError, match="expected a cuda tensor|device"):
+            api.kda_prefill(q, q, q, q, q[..., 0], A_log=torch.zeros(96), dt_bias=torch.zeros(96, 128))
+        assert len(seen) == 2
+    finally:
+        api.set_workspace_limit(None)
+    with pytest.raises(ValueError, match=r"^nbytes: expected a positive int or None, got 0$"):
+        api.set_workspace_limit(0)
+
+
+def test_slabbed_call_names_the_callers_arguments():
+    """A bad argument of a slab-eligible call is reported as the caller passed it (whole shapes,
+    out / final_state_out by their API names), before any slab runs."""
+    q = torch.zeros(1, 8192, 4, 128, dtype=BF)
+    kw = dict(A_log=torch.zeros(4), dt_bias=torch.zeros(4, 128))
+    try:
+        api.set_workspace_limit(1 << 20)
+        with pytest.raises(TypeError, match=r"^out: expected a torch.Tensor or None, got list$"):
+            api.kda_prefill(q, q, q, q, q[..., 0], **kw, out=[])
+        with pytest.raises(ValueError, match=r"^final_state_out: given, but output_final_state is False$"):
+            api.kda_prefill(q, q, q, q, q[..., 0], **kw, final_state_out=torch.zeros(1, 4, 128, 128))
+        with pytest.raises(ValueError, match=r"^q: expected a cuda tensor, got device cpu$"):
+            api.kda_prefill(q, q, q, q, q[..., 0], **kw)
+    finally:
+        api.set_workspace_limit(None)
+
+
+def test_slab_loop_poisons_its_own_buffers(monkeypatch):
+    """Under KDA_TILE_POISON=1 the loop's own o, carry and final state start as NaN, as the
+    entry's do: a slab that wrote nothing would show."""
+    monkeypatch.setenv("KDA_TILE_POISON", "1")
+    x = random_inputs(1, 100, 1, seed=3)
+    skipped = []
+
+    def lazy(q, k, v, g, beta, **kw):   # writes nothing for the second slab
+        skipped.append(q.shape[1])
+        if len(skipped) != 2:
+            _reference_call([])(q, k, v, g, beta, **kw)
+    o, ht = slabs.run(lazy, 32, *(x[n] for n in ("q", "k", "v", "g", "beta")), A_log=x["A_log"],
+                      dt_bias=x["dt_bias"], lower_bound=-5.0, scale=None, initial_state=None,
+                      output_final_state=True, cu_seqlens=None, fast_math=False, out=None, final_state_out=None)
+    assert torch.isnan(o[0, 32:64].float()).all() and not torch.isnan(o[0, :32].float()).any()
+    assert torch.isnan(ht).all()    # the state after the unwritten slab is NaN, and so is every later one
