@@ -279,6 +279,13 @@ class Counts:
             # the range up to the point's own index is never empty-reversed: it starts at lo
             ordered = i == 0 and upper is not None
             hi = upper if ordered else lo + R(lp.extent)
+            if ordered and _const(lo) is not None and _const(R(lp.extent)) is not None \
+                    and _const(R(lp.extent)) <= ENUM_LIMIT:
+                # a small constant loop (an unrolled ring period) up to the point's own index:
+                # its whole range, term by term, with `v < index` kept as a condition (exact
+                # where the summand's conditions mention v otherwise, e.g. `i != 0 or st != 0`)
+                items = [(conds + [v < upper], w) for conds, w in items]
+                hi, ordered = lo + R(lp.extent), False
             items = self.sum_items(items, v, lo, hi, ordered)
         return self.items_term(items)
 

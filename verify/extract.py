@@ -926,6 +926,12 @@ class Extractor:
             mb = self._mbar(r["mbar"])
             if mb:
                 self._site("mbar", "arrive", mbar=mb)
+        elif name == "tl.ptx_cp_async_barrier_noinc":
+            # cp.async.mbarrier.arrive.noinc: one of the barrier's expected arrivals, made when
+            # every cp.async this thread issued before it has completed
+            mb = self._mbar(r["mbar"])
+            if mb:
+                self._site("mbar", "arrive", mbar=mb, extra={"cp_async": True})
         elif name == "tirx.ptx_arrive_barrier_expect_tx":
             if form != "arrive_tx":
                 self.unsupported.append((self.cur_text, f"{name}: cluster form"))
@@ -942,7 +948,7 @@ class Extractor:
             if mb:
                 self._site("mbar", "wait", mbar=mb, parity=self.tr.int(r["parity"]))
         elif name in ("tl.ptx_arrive_cluster_barrier", "tl.tma_load_2sm", "tl.tcgen05_mma_arrive",
-                      "tl.ptx_cp_async_barrier_noinc", "tirx.ptx_cp_async_barrier", "tl.tma_load_multicast",
+                      "tirx.ptx_cp_async_barrier", "tl.tma_load_multicast",
                       "tl.tma_load_im2col", "tl.tma_load_gather4", "tl.tma_store_scatter4", "tl.ptx_st_bulk_shared",
                       "tl.tma_store_cluster", "tl.ptx_cluster_store", "tirx.ptx_cp_async_bulk"):
             self.unsupported.append((self.cur_text, f"{name}: not modelled"))

@@ -91,6 +91,7 @@ SIGNATURES = {
     "tl.ptx_cp_async": [Form("elems", ("dst", "src", "elems")), Form("elems_pred", ("dst", "src", "elems", "pred"))],
     "tirx.ptx_init_barrier_thread_count": [Form("init", ("mbar", "count"))],
     "tirx.ptx_arrive_barrier": [Form("arrive", ("mbar",))],
+    "tl.ptx_cp_async_barrier_noinc": [Form("arrive", ("mbar",))],
     "tirx.ptx_arrive_barrier_expect_tx": [Form("arrive_tx", ("mbar", "bytes")),
                                           Form("arrive_tx_cta", ("mbar", "bytes", "cta", "pred"))],
     "tl.mbarrier_expect_tx": [Form("expect", ("mbar", "bytes"))],

@@ -144,18 +144,27 @@ class Phases:
             return None
         reg = regs.pop()
         info = k.registers.get(reg)
-        if info is None or len(info["incs"]) != 1:
+        if info is None or not info["incs"]:
             return None
-        inc = info["incs"][0]
-        block = inc.parent
-        extra = []
-        child, blk = a, a.parent
-        while blk is not block:
-            owner = blk.owner
-            if not isinstance(owner, M.IfNode) or not thread_only(owner.cond, k.syms):
-                return None
-            extra.append(owner.cond if blk.branch == "then" else z3.Not(owner.cond))
-            child, blk = owner, owner.parent
+        # the increment in a's block or a block around it through role tests only (each role of
+        # a warp-specialized kernel may step its own copy of one register: one such increment)
+        found = []
+        for inc in info["incs"]:
+            block = inc.parent
+            extra = []
+            child, blk = a, a.parent
+            while blk is not None and blk is not block:
+                owner = blk.owner
+                if not isinstance(owner, M.IfNode) or not thread_only(owner.cond, k.syms):
+                    blk = None
+                    break
+                extra.append(owner.cond if blk.branch == "then" else z3.Not(owner.cond))
+                child, blk = owner, owner.parent
+            if blk is block:
+                found.append((inc, block, child, extra))
+        if len(found) != 1:
+            return None
+        inc, block, child, extra = found[0]
         pos = child.pos
         s = 1 if inc.pos < pos else 0
         return inc, inc.extra["step"], s, block, pos, extra, raw, info["init"], holders

@@ -124,6 +124,42 @@ def ring_gemm_late_release(early=False):
     return ring_gemm
 
 
+def cp_async_noinc_ring(late=False):
+    """A two-slot ring filled by one producer warp with cp.async, each slot handed over by
+    cp.async.mbarrier.arrive.noinc, which arrives once the thread's earlier copies have landed.
+    `late` issues each row's last copy after that arrival: it lands whenever it lands, and the
+    consumers read it (the next slot's arrival covers it, not this one's)."""
+    N = T.dynamic("N")
+    S = 2
+
+    @T.prim_func
+    def cp_async_ring(X: T.Tensor((N * 32, 64), "float16"), Y: T.Tensor((N * 32, 64), "float16")):
+        with T.Kernel(1, threads=256):
+            Xr = T.alloc_shared((S, 32, 64), "float16")
+            full = T.alloc_barrier(arrive_count=[32] * S)
+            empty = T.alloc_barrier(arrive_count=[128] * S)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                for c in T.serial(N):
+                    T.barrier_wait(full[c % S], (c // S) % 2)
+                    for i, j in T.Parallel(32, 64):
+                        Y[c * 32 + i, j] = Xr[c % S, i, j]
+                    T.barrier_arrive(empty[c % S])
+            elif tx < 160:
+                t = tx - 128
+                for c in T.serial(N):
+                    T.barrier_wait(empty[c % S], (c // S + 1) % 2)
+                    for u in T.serial(7):
+                        T.ptx_cp_async(T.access_ptr(Xr[c % S, t, u * 8], "w", 8),
+                                       T.access_ptr(X[c * 32 + t, u * 8], "r", 8), 8)
+                    if late:
+                        T.cp_async_barrier_noinc(full[c % S])
+                    T.ptx_cp_async(T.access_ptr(Xr[c % S, t, 56], "w", 8), T.access_ptr(X[c * 32 + t, 56], "r", 8), 8)
+                    if not late:
+                        T.cp_async_barrier_noinc(full[c % S])
+    return cp_async_ring
+
+
 def _xor1(e):
     return tirx.Call("int32", tirx.op.Op.get("tirx.bitwise_xor"), [e, tirx.const(1, "int32")])
 
@@ -197,7 +233,8 @@ def _consumer_full_wait_index(f):
 
 KERNELS = {"tma_gemm": tma_gemm, "staged_gemm": staged_gemm, "cp_async_gemm": cp_async_gemm,
            "tma_store_epilogue": tma_store_epilogue, "ring_late_release": ring_gemm_late_release,
-           "ring_release_early": lambda: ring_gemm_late_release(early=True)}
+           "ring_release_early": lambda: ring_gemm_late_release(early=True),
+           "cp_async_noinc_ring": cp_async_noinc_ring, "cp_async_noinc_late": lambda: cp_async_noinc_ring(late=True)}
 MUTATIONS = {
     "tma_wrong_tx_bytes": ("tma_gemm", _wrong_tx),
     "tma_wrong_parity": ("tma_gemm", _wrong_parity),
@@ -211,9 +248,11 @@ MUTATIONS = {
 }
 PRECONDITIONS = {name: ["N >= 1", "N <= 2**20"] for name in ("tma_gemm", "cp_async_gemm", "tma_store_epilogue",
                                                             "ring_late_release", "ring_release_early",
+                                                            "cp_async_noinc_ring", "cp_async_noinc_late",
                                                             *MUTATIONS) if name != "wgmma_no_proxy_fence"}
 BANK_BUDGET = {name: 8 for name in ("tma_gemm", "staged_gemm", "cp_async_gemm", "tma_store_epilogue",
-                                    "ring_late_release", "ring_release_early", *MUTATIONS)}
+                                    "ring_late_release", "ring_release_early", "cp_async_noinc_ring",
+                                    "cp_async_noinc_late", *MUTATIONS)}
 PASS_CONFIGS = {name: {"tl.disable_tma_lower": True, "tl.disable_warp_specialized": True}
                 for name in ("cp_async_gemm", "cp_async_wait_group_late")}
 EXPECT = {"tma_gemm": None, "staged_gemm": None, "tma_wrong_tx_bytes": "barriers.mbarrier_phase",
@@ -221,8 +260,10 @@ EXPECT = {"tma_gemm": None, "staged_gemm": None, "tma_wrong_tx_bytes": "barriers
           "tma_no_init_fence": "barriers.mbarrier_init", "tma_wrong_barrier": "barriers.mbarrier_phase",
           "wgmma_no_proxy_fence": "barriers.proxy_fence", "cp_async_gemm": None, "tma_store_epilogue": None,
           "cp_async_wait_group_late": "barriers.race", "tma_store_no_proxy_fence": "barriers.proxy_fence",
-          "wgmma_wait_late": "barriers.race", "ring_late_release": None, "ring_release_early": "barriers.race"}
+          "wgmma_wait_late": "barriers.race", "ring_late_release": None, "ring_release_early": "barriers.race",
+          "cp_async_noinc_ring": None, "cp_async_noinc_late": "barriers.race"}
 TWIN = {"tma_wrong_tx_bytes": "tma_gemm", "tma_wrong_parity": "tma_gemm", "tma_wrong_arrive_count": "tma_gemm",
         "tma_no_init_fence": "tma_gemm", "tma_wrong_barrier": "tma_gemm", "wgmma_no_proxy_fence": "staged_gemm",
         "cp_async_wait_group_late": "cp_async_gemm", "tma_store_no_proxy_fence": "tma_store_epilogue",
-        "wgmma_wait_late": "tma_gemm", "ring_release_early": "ring_late_release"}
+        "wgmma_wait_late": "tma_gemm", "ring_release_early": "ring_late_release",
+        "cp_async_noinc_late": "cp_async_noinc_ring"}

@@ -343,7 +343,10 @@ def _mbar_phase(st):
                     if not arriving or n_arr == w_:
                         continue
                     res, m = ctx.solve(base + [arriving[0][1] > 0])
-                    if res == "sat":
+                    if res == "sat" and _open_sums(st, A):
+                        findings.append(unknown("barriers.mbarrier_phase", f"arrivals on {buf}[{b}] have no "
+                                                "closed form (partial sums)", arrs[0], k))
+                    elif res == "sat":
                         what = "never initialized" if w_ == -1 else f"initialized with count {w_}"
                         findings.append(site_finding(
                             k, ctx, "barriers.mbarrier_phase", arrs[0],
@@ -354,6 +357,10 @@ def _mbar_phase(st):
             a1, a2 = ctx.instance(A, "1"), ctx.instance(A, "2")
             fs = base + ctx.thread_facts("1") + ctx.thread_facts("2")
             res, m = ctx.solve(fs + [a1 > 0, a2 > 0, a1 != a2])
+            if res == "sat" and _open_sums(st, A):
+                findings.append(unknown("barriers.mbarrier_phase", f"arrivals on {buf}[{b}] have no closed form "
+                                        "(partial sums)", arrs[0], k))
+                continue
             if res == "sat":
                 from ..solver import evaluate
                 findings.append(site_finding(
@@ -370,7 +377,10 @@ def _mbar_phase(st):
                 n_arr = z3.Sum([z3.If(z3.substitute(A, *sub) > 0, cnt, 0) for cnt, sub in classes]) \
                     if classes else z3.IntVal(0)
             res, m = ctx.solve(base + [n_arr > 0, n_arr != want])
-            if res == "sat":
+            if res == "sat" and _open_sums(st, A):
+                findings.append(unknown("barriers.mbarrier_phase", f"arrivals on {buf}[{b}] have no closed form "
+                                        "(partial sums)", arrs[0], k))
+            elif res == "sat":
                 from ..solver import evaluate
                 w_ = evaluate(m, want)
                 what = "never initialized" if w_ == -1 else f"initialized with count {w_}"
@@ -465,6 +475,27 @@ def _same_thread_facts(ctx, site, tag):
     return out
 
 
+def _open_sums(st, *terms):
+    """Whether the terms depend on a count with no closed form (an uninterpreted partial sum,
+    directly or through a named count's definition): a model of a query over them picks those
+    sums freely, so it shows no definite execution."""
+    from ..z3expr import subterms
+    defs = st.ph.counts.defs
+    seen, names = set(), set()
+    stack = list(terms)
+    while stack:
+        for x in subterms(stack.pop(), seen):
+            if not z3.is_app(x):
+                continue
+            name = x.decl().name()
+            if name.startswith("psum#"):
+                return True
+            if name.startswith("~count#") and name not in names and name in defs:
+                names.add(name)
+                stack.append(defs[name][0])
+    return False
+
+
 def _parity(st):
     """A thread's k-th wait on barrier b with parity p waits for phase k - d: the parity is 0
     or 1, and (k - p) mod 2 = d is the same for every wait of the thread on b."""
@@ -538,7 +569,11 @@ def _parity(st):
                         + _same_thread_facts(ctx, w2, "2") \
                         + [ctx.instance(w1.mbar[1], "1", SAME_THREAD) == b, ctx.instance(w2.mbar[1], "2", SAME_THREAD) == b]
                     res, m = ctx.solve(fs + [d1 != d2])
-                    if res == "sat":
+                    if res == "sat" and _open_sums(st, kth[w1.id], kth[w2.id], w1.parity, w2.parity):
+                        findings.append(unknown("barriers.parity", f"waits on {buf}[{b}]: the counts of the waits "
+                                                "or their parities have no closed form (partial sums)", w2, k))
+                        ph.delta.pop((w2.id, b), None)
+                    elif res == "sat":
                         from ..solver import evaluate
                         k1 = evaluate(m, ctx.instance(kth[w1.id], "1", SAME_THREAD))
                         k2 = evaluate(m, ctx.instance(kth[w2.id], "2", SAME_THREAD))
@@ -729,8 +764,23 @@ def _release(st, x, tx, buf, b):
             return []
         return [(st.ctx.instance(n, tx), st.ctx.instance(x.mbar[1], tx) == b)]
     total = ph.arrivals(END, buf, b)
+    # cp.async.mbarrier.arrive.noinc arrivals release the thread's earlier cp.async writes and
+    # nothing else: where x's thread may make one on buf, "the first arrival after" a point may
+    # be one of them, so a plain release is taken only at a plain arrival site (witnesses)
+    noinc = [a for a in ph.arrives.get(buf, []) if a.extra.get("cp_async")]
+    mixed = any((_role_mask(st, a) & _role_mask(st, x)).any() for a in noinc)
+    out = []
+    if x.op == "cp_async":
+        for a, sub, body in _later_sites(st, x, tx, [a for a in noinc if a.mbar[0] == buf]):
+            before = ph.arrivals(a, buf, b)
+            if before is None:
+                st.incomplete.add(f"arrivals on {buf}[{b}]")
+                continue
+            out.append((z3.substitute(st.ctx.instance(before, _WTAG), *sub),
+                        z3.substitute(z3.And(body, st.ctx.instance(a.mbar[1], _WTAG) == b), *sub)))
     if x.op in ASYNC_GROUPS:
-        out = []
+        if mixed:
+            return out
         for w, sub, body in _retirements(st, x, tx):
             before = ph.arrivals(w, buf, b)
             if before is None or total is None:
@@ -740,12 +790,44 @@ def _release(st, x, tx, buf, b):
             out.append((z3.substitute(before, *sub),
                         z3.substitute(z3.And(body, st.ctx.instance(total, _WTAG) > before), *sub)))
         return out
+    if mixed:
+        plain = [a for a in ph.arrives.get(buf, []) if not a.extra.get("cp_async")]
+        for a, sub, body in _later_sites(st, x, tx, plain):
+            before = ph.arrivals(a, buf, b)
+            if before is None:
+                st.incomplete.add(f"arrivals on {buf}[{b}]")
+                continue
+            out.append((z3.substitute(st.ctx.instance(before, _WTAG), *sub),
+                        z3.substitute(z3.And(body, st.ctx.instance(a.mbar[1], _WTAG) == b), *sub)))
+        return out
     before = ph.arrivals(x, buf, b)
     if before is None or total is None:
         st.incomplete.add(f"arrivals on {buf}[{b}]")
         return []
     before = st.ctx.instance(before, tx)
     return [(before, st.ctx.instance(total, tx) > before)]
+
+
+def _later_sites(st, x, tx, sites):
+    """[(a, sub, cond)]: an execution of site a (instance _WTAG) by x's thread after x, for each
+    a in `sites` its thread role allows, at witness iterations of a's loops (x's, or the one
+    after, at each depth); sub (z3.substitute pairs) makes it x's thread's."""
+    import itertools
+    k, ctx = st.k, st.ctx
+    out = []
+    for a in sites:
+        if not (_role_mask(st, a) & _role_mask(st, x)).any():
+            continue
+        tsame = [(ctx.instance(sym, _WTAG), ctx.instance(sym, tx)) for sym, _ in k.threads.values()]
+        body = z3.And([ctx.instance(c, _WTAG) for c in a.conds] + ctx.loop_facts(a.loops, _WTAG)
+                      + [_lex_before(ctx, x, tx, a, _WTAG)])
+        options = []
+        for depth, lp in enumerate(a.loops):
+            opts = [ctx.instance(x.loops[depth].sym, tx) + d for d in (0, 1)] if depth < len(x.loops) else []
+            options.append([(ctx.instance(lp.sym, _WTAG), o) for o in opts] or [None])
+        for combo in itertools.product(*options):
+            out.append((a, tsame + [c for c in combo if c is not None], body))
+    return out
 
 
 def _mbar_order(st, x, tx, y, ty, narrow=False):
@@ -864,6 +946,8 @@ def _intermediates(st, buf1, b1):
         waits = [w for w in ph.waits.get(buf1, []) if ph.values(w) is None or b1 in ph.values(w)]
         for arrs in ph.arrives.values():
             for a2 in arrs:
+                if a2.extra.get("cp_async"):
+                    continue    # releases its thread's cp.async writes only, not what it waited for
                 ok = False
                 for w in waits:
                     if not (_role_mask(st, w) & _role_mask(st, a2)).any():
@@ -1221,6 +1305,9 @@ def _not_definite(st, x, y):
             why.append(f"{s.buf.name} is accessed through {s.extra['opaque']}, whose accesses are not modelled")
     if st.incomplete:
         why.append("orderings through " + ", ".join(sorted(st.incomplete)) + " are not modelled")
+    if st.k.unsupported:
+        # an intrinsic outside the model may be what orders the two (an arrival it makes)
+        why.append("the kernel has constructs outside the model (model.unsupported)")
     for key in st.counter.keys():
         for s in (x, y):
             if any(st.k.syms.pretty.get(n, "").startswith("barriers_") for n in consts_of(st.counter.before(s, key))):
