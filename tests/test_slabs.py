@@ -179,3 +179,38 @@ def test_slab_loop_poisons_its_own_buffers(monkeypatch):
                       output_final_state=True, cu_seqlens=None, fast_math=False, out=None, final_state_out=None)
     assert torch.isnan(o[0, 32:64].float()).all() and not torch.isnan(o[0, :32].float()).any()
     assert torch.isnan(ht).all()    # the state after the unwritten slab is NaN, and so is every later one
+
+
+def _entry_call(seen):
+    """A stand-in for kda_prefill on one slab that runs the generated C++ entry in its dry-run
+    mode (validation, workspace and output allocation, argument packing; no driver calls) with
+    the builds kda_prefill would pick for the slab: each slab's views must pass the entry's own
+    checks (shapes, strides, alignment, no overlap between outputs and inputs)."""
+    def call(q, k, v, g, beta, *, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
+             cu_seqlens, fast_math, out, final_state_out):
+        T, HV = q.shape[1], v.shape[2]
+        split, chunk = api._one_sequence_plan(T, HV)
+        if split and cu_seqlens is None:       # kda_prefill takes a split fixed row as one sequence
+            cu_seqlens = torch.tensor([0, T])
+        builds = api._prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
+        e = hc.get_entry(*builds, backend="cpp")
+        o, ht = e.dry_run(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
+                          o=out, final_state=final_state_out)
+        assert o is out and (ht is final_state_out)
+        seen.append((T, split, chunk))
+    return call
+
+
+@pytest.mark.parametrize("T,HV,tokens,cu,h0", [(3000, 96, 608, False, None), (3000, 96, 608, True, torch.float32),
+                                               (3500, 4, 896, True, torch.bfloat16), (70001, 1, 8768, False, None)])
+def test_slab_views_pass_the_entrys_checks(T, HV, tokens, cu, h0):
+    z = lambda *s: torch.zeros(*s, dtype=BF)  # noqa: E731
+    q, v = z(1, T, HV, 128), z(1, T, HV, 128)
+    seen = []
+    init = None if h0 is None else torch.zeros(1, HV, 128, 128, dtype=h0)
+    o, ht = slabs.run(_entry_call(seen), tokens, q, q, v, v, z(1, T, HV), A_log=torch.zeros(HV),
+                      dt_bias=torch.zeros(HV, 128), lower_bound=-5.0, scale=None, initial_state=init,
+                      output_final_state=True, cu_seqlens=torch.tensor([0, T]) if cu else None, fast_math=False,
+                      out=None, final_state_out=None)
+    assert sum(t for t, _, _ in seen) == T and len(seen) == -(-T // tokens)
+    assert ht.dtype == (h0 or torch.float32)
