@@ -160,6 +160,31 @@ def cp_async_noinc_ring(late=False):
     return cp_async_ring
 
 
+def tma_store_twice():
+    """Two tiles through one shared buffer: each written by every thread, then stored by TMA from
+    one elected thread, which waits for the store's read before the barrier that lets the next
+    tile's writes in."""
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def tma_store_twice(A: T.Tensor((N, 128), "float16"), B: T.Tensor((N, 128), "float16")):
+        with T.Kernel(T.ceildiv(N, 64), threads=128) as bx:
+            F = T.alloc_fragment((64, 64), "float16")
+            S = T.alloc_shared((64, 64), "float16")
+            for h in T.serial(2):
+                T.copy(A[bx * 64, h * 64], F)
+                for i, j in T.Parallel(64, 64):
+                    F[i, j] = F[i, j] * T.float16(2.0)
+                T.copy(F, S)
+                T.copy(S, B[bx * 64, h * 64])
+    return tma_store_twice
+
+
+def _tma_store_wait_later(f):
+    # the store's wait leaves its group in flight: the next tile's writes meet its read of S
+    return mutate.rewrite_call(f, "tl.tma_store_wait", lambda c: mutate.with_arg(c, 0, int(c.args[0]) + 1))
+
+
 def _xor1(e):
     return tirx.Call("int32", tirx.op.Op.get("tirx.bitwise_xor"), [e, tirx.const(1, "int32")])
 
@@ -234,7 +259,8 @@ def _consumer_full_wait_index(f):
 KERNELS = {"tma_gemm": tma_gemm, "staged_gemm": staged_gemm, "cp_async_gemm": cp_async_gemm,
            "tma_store_epilogue": tma_store_epilogue, "ring_late_release": ring_gemm_late_release,
            "ring_release_early": lambda: ring_gemm_late_release(early=True),
-           "cp_async_noinc_ring": cp_async_noinc_ring, "cp_async_noinc_late": lambda: cp_async_noinc_ring(late=True)}
+           "cp_async_noinc_ring": cp_async_noinc_ring, "cp_async_noinc_late": lambda: cp_async_noinc_ring(late=True),
+           "tma_store_twice": tma_store_twice}
 MUTATIONS = {
     "tma_wrong_tx_bytes": ("tma_gemm", _wrong_tx),
     "tma_wrong_parity": ("tma_gemm", _wrong_parity),
@@ -245,14 +271,16 @@ MUTATIONS = {
     "cp_async_wait_group_late": ("cp_async_gemm", _wait_group_later),
     "tma_store_no_proxy_fence": ("tma_store_epilogue", _no_store_fence),
     "wgmma_wait_late": ("tma_gemm", _wgmma_wait_later),
+    "tma_store_wait_late": ("tma_store_twice", _tma_store_wait_later),
 }
 PRECONDITIONS = {name: ["N >= 1", "N <= 2**20"] for name in ("tma_gemm", "cp_async_gemm", "tma_store_epilogue",
                                                             "ring_late_release", "ring_release_early",
                                                             "cp_async_noinc_ring", "cp_async_noinc_late",
+                                                            "tma_store_twice",
                                                             *MUTATIONS) if name != "wgmma_no_proxy_fence"}
 BANK_BUDGET = {name: 8 for name in ("tma_gemm", "staged_gemm", "cp_async_gemm", "tma_store_epilogue",
                                     "ring_late_release", "ring_release_early", "cp_async_noinc_ring",
-                                    "cp_async_noinc_late", *MUTATIONS)}
+                                    "cp_async_noinc_late", "tma_store_twice", *MUTATIONS)}
 PASS_CONFIGS = {name: {"tl.disable_tma_lower": True, "tl.disable_warp_specialized": True}
                 for name in ("cp_async_gemm", "cp_async_wait_group_late")}
 EXPECT = {"tma_gemm": None, "staged_gemm": None, "tma_wrong_tx_bytes": "barriers.mbarrier_phase",
@@ -261,9 +289,10 @@ EXPECT = {"tma_gemm": None, "staged_gemm": None, "tma_wrong_tx_bytes": "barriers
           "wgmma_no_proxy_fence": "barriers.proxy_fence", "cp_async_gemm": None, "tma_store_epilogue": None,
           "cp_async_wait_group_late": "barriers.race", "tma_store_no_proxy_fence": "barriers.proxy_fence",
           "wgmma_wait_late": "barriers.race", "ring_late_release": None, "ring_release_early": "barriers.race",
-          "cp_async_noinc_ring": None, "cp_async_noinc_late": "barriers.race"}
+          "cp_async_noinc_ring": None, "cp_async_noinc_late": "barriers.race",
+          "tma_store_twice": None, "tma_store_wait_late": "barriers.race"}
 TWIN = {"tma_wrong_tx_bytes": "tma_gemm", "tma_wrong_parity": "tma_gemm", "tma_wrong_arrive_count": "tma_gemm",
         "tma_no_init_fence": "tma_gemm", "tma_wrong_barrier": "tma_gemm", "wgmma_no_proxy_fence": "staged_gemm",
         "cp_async_wait_group_late": "cp_async_gemm", "tma_store_no_proxy_fence": "tma_store_epilogue",
         "wgmma_wait_late": "tma_gemm", "ring_release_early": "ring_late_release",
-        "cp_async_noinc_late": "cp_async_noinc_ring"}
+        "cp_async_noinc_late": "cp_async_noinc_ring", "tma_store_wait_late": "tma_store_twice"}
