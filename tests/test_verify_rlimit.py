@@ -63,3 +63,37 @@ def test_default_limit_has_headroom_over_the_released_builds_and_env_overrides()
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(KDA_VERIFY_RLIMIT="12345"),
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "12345"
+
+
+def test_a_modules_rlimit_raises_its_kernels_limit_only(tmp_path):
+    """RLIMIT in a user module gives the named kernels' queries that many units (above the
+    default, never below it); a name that is no kernel of the module stops the run."""
+    from verify.jobs import module_jobs
+    mod = tmp_path / "m.py"
+    mod.write_text("import tilelang.language as T\n"
+                   "def a():\n    @T.prim_func\n    def a(X: T.Tensor((4,), 'float32')):\n"
+                   "        with T.Kernel(1, threads=4) as b:\n            X[T.get_thread_binding()] = 1.0\n"
+                   "    return a\n"
+                   "KERNELS = {'a': a, 'b': a}\nRLIMIT = {'a': 10 ** 9, 'b': 5}\n")
+    jobs = {j.name: j for j in module_jobs(str(mod))}
+    assert jobs["a"].rlimit == 10 ** 9 and jobs["b"].rlimit == 5
+    from verify.runner import verify_job
+    import verify.solver as S
+    seen = []
+    real = S.Ctx.__init__
+
+    def spy(self, kernel, rlimit=None):
+        seen.append(rlimit)
+        real(self, kernel, rlimit)
+    S.Ctx.__init__ = spy
+    try:
+        verify_job(jobs["a"])
+        verify_job(jobs["b"])
+    finally:
+        S.Ctx.__init__ = real
+    assert seen[0] == 10 ** 9 and seen[-1] == S.DEFAULT_RLIMIT
+    bad = tmp_path / "m2.py"
+    bad.write_text(mod.read_text().replace("RLIMIT = {'a': 10 ** 9, 'b': 5}", "RLIMIT = {'c': 1}"))
+    import pytest
+    with pytest.raises(SystemExit, match="RLIMIT names 'c'"):
+        module_jobs(str(bad))

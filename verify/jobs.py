@@ -55,6 +55,8 @@ def module_jobs(path: str):
     MONOTONE: buffer name -> (length var, last value var), for cu_seqlens-like inputs
     ANY_CONTENTS: kernels whose memory safety must not rest on MONOTONE (bounds.any_contents)
     DISTINCT: buffers whose non-negative entries are pairwise distinct (state indices)
+    RLIMIT: name -> Z3 resource units a query of that kernel may take, where more than the default
+        (solver.RLIMIT) is needed; a verdict stays a function of the query alone
     """
     from .runner import MONOTONE, Job
     mod = load_module(path)
@@ -69,9 +71,10 @@ def module_jobs(path: str):
     strict = set(getattr(mod, "STRICT", ()) or ())     # kernels whose warnings are errors
     any_contents = set(getattr(mod, "ANY_CONTENTS", ()) or ())
     distinct = tuple(getattr(mod, "DISTINCT", ()) or ())
+    rlimits = getattr(mod, "RLIMIT", {}) or {}
     known = set(kernels) | set(mutations)
     for table, entries in (("PRECONDITIONS", pre), ("BANK_BUDGET", budget), ("PASS_CONFIGS", passes),
-                           ("STRICT", strict), ("ANY_CONTENTS", any_contents)):
+                           ("STRICT", strict), ("ANY_CONTENTS", any_contents), ("RLIMIT", rlimits)):
         unknown = sorted(set(entries) - known)
         if unknown:
             raise SystemExit(f"{path}: {table} names {', '.join(map(repr, unknown))}, not kernels of KERNELS "
@@ -86,13 +89,15 @@ def module_jobs(path: str):
                         bank_budget=int(budget.get(name, 1)),
                         monotone=dict(mono) if mono is not None else dict(MONOTONE),
                         lower_key=(path, name), strict=_strict() or name in strict,
-                        any_contents=name in any_contents, distinct=distinct))
+                        any_contents=name in any_contents, distinct=distinct,
+                        rlimit=int(rlimits.get(name, 0))))
     # MUTATIONS: name -> (kernel name in KERNELS, function rewriting its lowered device PrimFunc)
     for name, (base, fn) in mutations.items():
         b = next(j for j in jobs if j.name == base)
         jobs.append(dataclasses.replace(b, name=name, mutate=fn,
                                         preconditions=list(pre.get(name, b.preconditions)),
-                                        bank_budget=int(budget.get(name, b.bank_budget))))
+                                        bank_budget=int(budget.get(name, b.bank_budget)),
+                                        rlimit=int(rlimits.get(name, b.rlimit))))
     return jobs
 
 

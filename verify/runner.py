@@ -34,6 +34,7 @@ class Job:
     release: bool = False                # a kda_tile release build (see verify.guards)
     any_contents: bool = False           # bounds also without the MONOTONE assumption
     distinct: tuple = ()                 # buffers whose non-negative entries are pairwise distinct
+    rlimit: int = 0                      # Z3 units a query may take, when above solver.DEFAULT_RLIMIT
 
 
 def verify_lowered(lowered, job: Job, report: KernelReport) -> KernelReport:
@@ -41,7 +42,10 @@ def verify_lowered(lowered, job: Job, report: KernelReport) -> KernelReport:
     before = dict(solver.stats)
     solver.stats["rlimit_max"] = 0
     k = extract(lowered, job.preconditions, job.derived, job.monotone, name=job.name, distinct=job.distinct)
-    ctx = solver.Ctx(k)
+    rlimit = solver.DEFAULT_RLIMIT
+    if job.rlimit and rlimit:      # a kernel's own budget raises the default, never lowers it (0: none)
+        rlimit = max(rlimit, job.rlimit)
+    ctx = solver.Ctx(k, rlimit=rlimit)
     for cat, mod in FAMILIES:
         if job.only and cat not in job.only:
             continue
