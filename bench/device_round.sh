@@ -49,6 +49,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23b # prepared in session 22: K1 beside resident chains, high-priority K2 first (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23d # session 23: release of K1 early loads / lean prologue: ffi probe, build, matrix rule and 32, stage times (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23e # session 23: split release check, issue 9's long rows with cuDNN (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round24c # prepared in session 24: K2 over several sequences a program (spp4, spp16) against the released K2, JIT (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round24b # prepared in session 24: time slabs, GPU tests then cost and memory under limits (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round24a # prepared in session 23: K1 slot_guess against the released K1, JIT (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23g # session 23: ncu counters of the released K1 at 16 and 32 tokens (~4 min)
@@ -540,6 +541,14 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     BENCH_LIBS=kda_tile,cudnn_fe timeout 180 python bench/scaling.py --only long --out "$OUT/scaling-long" \
       > "$OUT/scaling-long.log" 2>&1
     echo "long, state inout"; grep -E "^\| H" "$OUT/scaling-long.log" | cut -c1-160 ;;
+  round24c)
+    # prepared in session 24, not run: K2 walking several sequences a program (seqs_per_program,
+    # the ring across them) against the released K2, no state (issue 9's rows), JIT, checked
+    # against float64 first (ragged, empty and one-token sequences among the cases)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 420 python bench/k2_round.py 1,3,2,u0k2,nostate 1,3,2,u0k2,nostate,spp4 1,3,2,u0k2,nostate,spp16 \
+      > "$OUT/k2_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k2_round.log" | head -3; tail -8 "$OUT/k2_round.log" ;;
   round24b)
     # prepared in session 24, not run: time slabs (issue 13's memory point; kda_tile.slabs): their
     # GPU tests (every state mode, 16/32-token and split slabs; peak memory under 64 MB at H96

@@ -271,6 +271,11 @@ class K2Config(StateIO):
     # The consumers' chunk loop a ring period (S chunks) at a time, each copy's slot a constant
     # (~40 fewer instructions a chunk: the slot, parity and descriptor bases; not yet measured).
     unroll_ring: bool = False
+    # Sequences a program walks (issue 9's many short sequences; varlen, mode "full"): one program
+    # per SPP consecutive sequences of a head block, the ring running across them (slot and parity
+    # from one chunk counter a role), so the ring's fill and the program's launch are paid once
+    # per SPP sequences, not per sequence. Not yet measured; its race proofs need verify_rlimit.
+    seqs_per_program: int = 1
     # Pass A with u0_in_k2: its identity-row programs (the K rows that carry M, where U0 = 0) load
     # no v and no Ab and leave out U0's product, which they only multiplied by zero. Pass A's DRAM
     # bytes -13%, its time -0.4 to -3%: it is bound by its chains (bench/NOTES.md, session 21).
@@ -286,6 +291,13 @@ class K2Config(StateIO):
     @property
     def block_v(self) -> int:
         return 64 * self.consumers
+
+    @property
+    def verify_rlimit(self) -> int:
+        """Z3 units a verify query of this build may take, above the default: the ring across
+        sequences orders its races through counts of data-dependent loops (~10x the default;
+        tests/external/kda_tile_ring_multi.py)."""
+        return 200_000_000 if self.seqs_per_program > 1 else 0
 
     @property
     def threads(self) -> int:
@@ -320,6 +332,7 @@ class K2Config(StateIO):
     @property
     def _form_tag(self) -> str:
         return ((f"_st{self.store}" if self.store != "whole" else "") + ("_unroll" if self.unroll_ring else "")
+                + (f"_spp{self.seqs_per_program}" if self.seqs_per_program != 1 else "")
                 + ("_leanid" if self.lean_id else "")
                 + (f"_ch{self.chunk}" if self.chunk != CHUNK else ""))
 

@@ -129,6 +129,10 @@ def build_k2(cfg: K2Config):
         raise ValueError(f"{cfg.name}: {NW} x {creg} + {preg} registers a thread asked for; "
                          f"the launch provides {NW + 1} x {launch}")
 
+    SPP = cfg.seqs_per_program
+    assert SPP == 1 or (cfg.varlen and mode == "full" and not cfg.unroll_ring and cfg.u0_in_k2), \
+        f"{cfg.name}: several sequences a program take a varlen chain with u0_in_k2"
+
     B = T.dynamic("B")
     Tn = T.dynamic("T")
     HV = T.dynamic("HV")
@@ -246,12 +250,69 @@ def build_k2(cfg: K2Config):
                 T.barrier_arrive(full[s])
 
     @T.macro
+    def seq_bounds(cu_seqlens, n):
+        """(bos, seqlen, first slot, chunks) of sequence n, clamped as in the one-sequence path."""
+        bos = _math.token_index(cu_seqlens[n], Tc)
+        seqlen = T.max(_math.token_index(cu_seqlens[n + 1], Tc), bos) - bos
+        slot0 = T.max(bos // C + n, 0)
+        return bos, seqlen, slot0, T.max(T.min(T.ceildiv(seqlen, C), NC - slot0), 0)
+
+    @T.macro
+    def consumer_seqs(w, g, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full, empty,
+                      cu_seqlens, h0, o, ht, p, hv, vb):
+        """A consumer over the program's SPP sequences; g[0] counts its chunks across them (the
+        ring's slot g % S and parity (g // S) % 2, in step with the loader's count)."""
+        T.set_max_nreg(creg, 1)
+        v0 = vb * BP + w * BV
+        u0s = T.if_then_else(v0 < V, 1.0, 0.0)
+        for q in T.serial(SPP):
+            n = p * SPP + q
+            if n < NS:
+                bos, seqlen, _, nch = seq_bounds(cu_seqlens, n)
+                if cfg.initial_state is not None:
+                    T.copy(h0[n, hv, v0:v0 + BV, :], St)
+                else:
+                    T.clear(St)
+                for c in T.serial(nch):
+                    chunk(c, g[0] % S, (g[0] // S) % 2, w, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r,
+                          Mqk_r, gC_r, full, empty, o, 0, hv, bos, seqlen, v0, u0s)
+                    g[0] = g[0] + 1
+                if cfg.final_state:
+                    T.copy(St, ht[n, hv, v0:v0 + BV, :])
+
+    @T.macro
+    def loader_seqs(tx, g, Wk, qd, kr, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full, empty,
+                    cu_seqlens, p, hv, vb):
+        T.set_max_nreg(preg, 0)
+        ub = vb % (V // BP)
+        if tx - NW * WARPGROUP < 32:
+            for q in T.serial(SPP):
+                n = p * SPP + q
+                if n < NS:
+                    bos, _, slot0, nch = seq_bounds(cu_seqlens, n)
+                    for c in T.serial(nch):
+                        s = g[0] % S
+                        T.barrier_wait(empty[s], (g[0] // S + 1) % 2)
+                        row0 = (slot0 + c) * C
+                        T.tma_copy(Wk[hv, row0:row0 + C, :], Wk_r[s, :, :], barrier=full[s])
+                        T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
+                        T.tma_copy(kr[hv, row0:row0 + C, :], kr_r[s, :, :], barrier=full[s])
+                        t0 = bos + c * C
+                        T.tma_copy(v[0, t0:t0 + C, hv, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
+                        T.tma_copy(Ab[hv, row0:row0 + C, :], Ab_r[s, :, :], barrier=full[s])
+                        T.tma_copy(Mqk[hv, row0:row0 + C, :], Mqk_r[s, :, :], barrier=full[s])
+                        T.tma_copy(gC[hv, slot0 + c, :], gC_r[s, :], barrier=full[s])
+                        T.barrier_arrive(full[s])
+                        g[0] = g[0] + 1
+
+    @T.macro
     def _body(Wk, qd, kr, U0, Ab, v, Mqk, gC, cu_seqlens, h0, o, ht, L=None):
         # the split: G segments of L chunks a sequence (L a scalar parameter that the host derives
         # with G from the shapes, G L >= a sequence's chunks; kda_kernels.configs.split_plan)
         # The sequence is grid x (up to 2^31 - 1; y and z stop at 65535), by = hv * (ROWS / BP) + vb,
         # and the split's segment is z (its own grid index, so that `verify` bounds gs * L).
-        grid = (NS, HV * (ROWS // BP)) if mode == "full" else (NS, HV * (ROWS // BP), G)
+        grid = ((T.ceildiv(NS, SPP) if SPP > 1 else NS, HV * (ROWS // BP)) if mode == "full"
+                else (NS, HV * (ROWS // BP), G))
         with T.Kernel(*grid, threads=cfg.threads) as bxyz:
             n = bxyz[0]
             hv = bxyz[1] // (ROWS // BP)
@@ -276,42 +337,54 @@ def build_k2(cfg: K2Config):
             if cfg.min_blocks:
                 T.annotate_min_blocks_per_sm(cfg.min_blocks)
 
-            bos = T.alloc_var("int32", init=0)
-            seqlen = T.alloc_var("int32", init=0)
-            slot0 = T.alloc_var("int32", init=0)
-            if cfg.varlen:
-                # Clamped as in K1, so that any cu_seqlens contents stay inside the buffers;
-                # the sequence's first chunk slot is bos // C + n (see K1).
-                bos = _math.token_index(cu_seqlens[n], Tc)
-                seqlen = T.max(_math.token_index(cu_seqlens[n + 1], Tc), bos) - bos
-                slot0 = bos // C + n
+            if SPP > 1:
+                ring = (Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r)
+                g = T.alloc_local((1,), "int32")
+                g[0] = 0
+                tx = T.get_thread_binding()
+                if tx < WARPGROUP:
+                    consumer_seqs(0, g, *frags[0], *ring, full, empty, cu_seqlens, h0, o, ht, n, hv, vb)
+                elif NW == 2 and tx < 2 * WARPGROUP:
+                    consumer_seqs(1, g, *frags[-1], *ring, full, empty, cu_seqlens, h0, o, ht, n, hv, vb)
+                else:
+                    loader_seqs(tx, g, Wk, qd, kr, Ab, v, Mqk, gC, *ring, full, empty, cu_seqlens, n, hv, vb)
             else:
-                seqlen = Tc
-                slot0 = n * T.ceildiv(Tc, C)
-            slot0 = T.max(slot0, 0)
-            nch = T.max(T.min(T.ceildiv(seqlen, C), NC - slot0), 0)
-            b = 0 if cfg.varlen else n
-            ring = (Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r)
-            tx = T.get_thread_binding()
-            if mode == "full":
-                args = (*ring, full, empty, h0, o, ht, b, n, gs, hv, vb, bos, seqlen, nch)
-                first = (bos, slot0)
-            else:
-                # segment gs: chunks [gs L, gs L + L) of the sequence, cut at its end (the segments
-                # past it run no chunk: pass A writes their map as the identity)
-                c0 = T.alloc_var("int32", init=0)
-                c0 = T.min(gs * L, nch)
-                nch = T.min(L, nch - c0)
-                args = (*ring, full, empty, h0, o, ht, b, n, gs, hv, vb, bos + c0 * C, seqlen - c0 * C, nch)
-                first = (bos + c0 * C, slot0 + c0)
-            if tx < WARPGROUP:
-                consumer(0, *frags[0], *args)
-            elif NW == 2 and tx < 2 * WARPGROUP:
-                consumer(1, *frags[-1], *args)
-            else:
-                # (b only where used: a macro argument renames the grid variable in the IR)
-                loader(tx, Wk, qd, kr, U0, Ab, v, Mqk, gC, *ring, full, empty, b if u0k2 else None, hv, vb,
-                       *first, nch)
+                bos = T.alloc_var("int32", init=0)
+                seqlen = T.alloc_var("int32", init=0)
+                slot0 = T.alloc_var("int32", init=0)
+                if cfg.varlen:
+                    # Clamped as in K1, so that any cu_seqlens contents stay inside the buffers;
+                    # the sequence's first chunk slot is bos // C + n (see K1).
+                    bos = _math.token_index(cu_seqlens[n], Tc)
+                    seqlen = T.max(_math.token_index(cu_seqlens[n + 1], Tc), bos) - bos
+                    slot0 = bos // C + n
+                else:
+                    seqlen = Tc
+                    slot0 = n * T.ceildiv(Tc, C)
+                slot0 = T.max(slot0, 0)
+                nch = T.max(T.min(T.ceildiv(seqlen, C), NC - slot0), 0)
+                b = 0 if cfg.varlen else n
+                ring = (Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r)
+                tx = T.get_thread_binding()
+                if mode == "full":
+                    args = (*ring, full, empty, h0, o, ht, b, n, gs, hv, vb, bos, seqlen, nch)
+                    first = (bos, slot0)
+                else:
+                    # segment gs: chunks [gs L, gs L + L) of the sequence, cut at its end (the segments
+                    # past it run no chunk: pass A writes their map as the identity)
+                    c0 = T.alloc_var("int32", init=0)
+                    c0 = T.min(gs * L, nch)
+                    nch = T.min(L, nch - c0)
+                    args = (*ring, full, empty, h0, o, ht, b, n, gs, hv, vb, bos + c0 * C, seqlen - c0 * C, nch)
+                    first = (bos + c0 * C, slot0 + c0)
+                if tx < WARPGROUP:
+                    consumer(0, *frags[0], *args)
+                elif NW == 2 and tx < 2 * WARPGROUP:
+                    consumer(1, *frags[-1], *args)
+                else:
+                    # (b only where used: a macro argument renames the grid variable in the IR)
+                    loader(tx, Wk, qd, kr, U0, Ab, v, Mqk, gC, *ring, full, empty, b if u0k2 else None, hv, vb,
+                           *first, nch)
 
     # A fresh T.Tensor per parameter: parameters annotated with one shared T.Tensor object become
     # one buffer (TileLang 0.1.x; `verify` checks it: model.params).

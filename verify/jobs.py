@@ -26,7 +26,8 @@ def build_job(b):
                preconditions=list(cfg.preconditions()), derived=dict(cfg.derived_vars()),
                bank_budget=int(getattr(cfg, "bank_conflict_budget", 1)), config=b.config_dict(),
                strict=_strict(), release=True, any_contents=True,
-               distinct=tuple(cfg.distinct()) if hasattr(cfg, "distinct") else ())
+               distinct=tuple(cfg.distinct()) if hasattr(cfg, "distinct") else (),
+               rlimit=int(getattr(cfg, "verify_rlimit", 0)))
 
 
 def _strict() -> bool:
