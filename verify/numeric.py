@@ -146,15 +146,25 @@ def mod_only(term, name):
     return periods(term, name)
 
 
+def _loop(k, name):
+    return next((x for x in k.loops if x.sym.decl().name() == name), None)
+
+
+def _const_range(lp):
+    """The whole range of loop lp when its bounds are constants, else None."""
+    from .checks.common import simplify_int
+    lo, ext = simplify_int(lp.lo), simplify_int(lp.extent)
+    return range(lo, lo + ext) if lo is not None and ext is not None else None
+
+
 def loop_values(k, name, terms):
     """Values to enumerate for loop index `name` so that `terms` take all their values."""
-    from .checks.common import simplify_int
-    lp = next((x for x in k.loops if x.sym.decl().name() == name), None)
+    lp = _loop(k, name)
     if lp is None:
         return None
-    lo, ext = simplify_int(lp.lo), simplify_int(lp.extent)
-    if lo is not None and ext is not None:
-        return list(range(lo, lo + ext))
+    whole = _const_range(lp)
+    if whole is not None:
+        return list(whole)
     moduli = set()
     for t in terms:
         m = mod_only(t, name)
@@ -164,12 +174,6 @@ def loop_values(k, name, terms):
     if not moduli:
         return [0]
     return list(range(math.lcm(*moduli)))
-
-
-def _full_range(k, name):
-    from .checks.common import simplify_int
-    lp = next((x for x in k.loops if x.sym.decl().name() == name), None)
-    return lp is not None and simplify_int(lp.lo) is not None and simplify_int(lp.extent) is not None
 
 
 def _periodic_in(cond, sampled):
@@ -205,7 +209,7 @@ def instances(k, site, terms, base_name=None):
         if vals is None:
             raise Symbolic(name)
         axes.append((name, vals))
-        if not _full_range(k, name):
+        if _const_range(_loop(k, name)) is None:
             sampled[name] = len(vals)
     # the site's loops the terms do not mention stand for every iteration at once, as if
     # sampled with period 1

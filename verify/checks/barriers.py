@@ -771,13 +771,7 @@ def _release(st, x, tx, buf, b):
     mixed = any((_role_mask(st, a) & _role_mask(st, x)).any() for a in noinc)
     out = []
     if x.op == "cp_async":
-        for a, sub, body in _later_sites(st, x, tx, [a for a in noinc if a.mbar[0] == buf]):
-            before = ph.arrivals(a, buf, b)
-            if before is None:
-                st.incomplete.add(f"arrivals on {buf}[{b}]")
-                continue
-            out.append((z3.substitute(st.ctx.instance(before, _WTAG), *sub),
-                        z3.substitute(z3.And(body, st.ctx.instance(a.mbar[1], _WTAG) == b), *sub)))
+        out = _releases_at(st, x, tx, noinc, buf, b)
     if x.op in ASYNC_GROUPS:
         if mixed:
             return out
@@ -791,15 +785,7 @@ def _release(st, x, tx, buf, b):
                         z3.substitute(z3.And(body, st.ctx.instance(total, _WTAG) > before), *sub)))
         return out
     if mixed:
-        plain = [a for a in ph.arrives.get(buf, []) if not a.extra.get("cp_async")]
-        for a, sub, body in _later_sites(st, x, tx, plain):
-            before = ph.arrivals(a, buf, b)
-            if before is None:
-                st.incomplete.add(f"arrivals on {buf}[{b}]")
-                continue
-            out.append((z3.substitute(st.ctx.instance(before, _WTAG), *sub),
-                        z3.substitute(z3.And(body, st.ctx.instance(a.mbar[1], _WTAG) == b), *sub)))
-        return out
+        return _releases_at(st, x, tx, [a for a in ph.arrives.get(buf, []) if not a.extra.get("cp_async")], buf, b)
     before = ph.arrivals(x, buf, b)
     if before is None or total is None:
         st.incomplete.add(f"arrivals on {buf}[{b}]")
@@ -808,25 +794,47 @@ def _release(st, x, tx, buf, b):
     return [(before, st.ctx.instance(total, tx) > before)]
 
 
-def _later_sites(st, x, tx, sites):
-    """[(a, sub, cond)]: an execution of site a (instance _WTAG) by x's thread after x, for each
-    a in `sites` its thread role allows, at witness iterations of a's loops (x's, or the one
-    after, at each depth); sub (z3.substitute pairs) makes it x's thread's."""
+def _later_sites(st, x, tx, sites, others=(), cond=None):
+    """[(a, sub, body)]: an execution of site a (instance _WTAG) by x's thread after x, for each
+    a in `sites` its thread role allows, at witness iterations of a's loops: x's, or the one
+    after, and for each (site, tag, shifts) in `others` that site's iteration shifted, at each
+    depth; sub (z3.substitute pairs) makes it x's thread's. cond(a), when given, is one more
+    condition of body (over a's instance _WTAG), or None to pass a over."""
     import itertools
     k, ctx = st.k, st.ctx
     out = []
     for a in sites:
         if not (_role_mask(st, a) & _role_mask(st, x)).any():
             continue
+        extra = [] if cond is None else [cond(a)]
+        if None in extra:
+            continue
         tsame = [(ctx.instance(sym, _WTAG), ctx.instance(sym, tx)) for sym, _ in k.threads.values()]
         body = z3.And([ctx.instance(c, _WTAG) for c in a.conds] + ctx.loop_facts(a.loops, _WTAG)
-                      + [_lex_before(ctx, x, tx, a, _WTAG)])
+                      + extra + [_lex_before(ctx, x, tx, a, _WTAG)])
         options = []
         for depth, lp in enumerate(a.loops):
-            opts = [ctx.instance(x.loops[depth].sym, tx) + d for d in (0, 1)] if depth < len(x.loops) else []
+            opts = []
+            for other, tag, shifts in ((x, tx, (0, 1)),) + tuple(others):
+                if depth < len(other.loops):
+                    opts += [ctx.instance(other.loops[depth].sym, tag) + d for d in shifts]
             options.append([(ctx.instance(lp.sym, _WTAG), o) for o in opts] or [None])
         for combo in itertools.product(*options):
             out.append((a, tsame + [c for c in combo if c is not None], body))
+    return out
+
+
+def _releases_at(st, x, tx, sites, buf, b):
+    """_release's entries for arrivals on (buf, b) at the given arrival sites after x."""
+    ph, ctx = st.ph, st.ctx
+    out = []
+    for a, sub, body in _later_sites(st, x, tx, sites):
+        before = ph.arrivals(a, buf, b)
+        if before is None:
+            st.incomplete.add(f"arrivals on {buf}[{b}]")
+            continue
+        out.append((z3.substitute(ctx.instance(before, _WTAG), *sub),
+                    z3.substitute(z3.And(body, ctx.instance(a.mbar[1], _WTAG) == b), *sub)))
     return out
 
 
@@ -1055,12 +1063,9 @@ _WTAG = "4"
 
 
 def _retirements(st, x, tx, others=()):
-    """The ways x (an ASYNC_GROUPS op, instance tx) is retired: [(w, sub, cond)] where cond says
-    that an execution of wait site w (instance _WTAG) after x leaves fewer than x's group pending
-    (x's group < groups committed before the wait - n), and sub (z3.substitute pairs) makes that
-    execution x's thread's, at witness iterations: x's, or the one after, and for each (site,
-    tag, shifts) in `others` that site's iteration shifted, at each loop depth."""
-    import itertools
+    """The ways x (an ASYNC_GROUPS op, instance tx) is retired: _later_sites over its kind's
+    wait sites, each body also saying that the wait leaves fewer than x's group pending (x's
+    group < groups committed before the wait - n)."""
     k, ctx = st.k, st.ctx
     commit_op, wait_op = ASYNC_GROUPS[x.op]
     commits = [s for s in k.sites if s.op == commit_op]
@@ -1073,28 +1078,14 @@ def _retirements(st, x, tx, others=()):
         st.incomplete.add(f"{x.op} groups")
         return []
     gx = ctx.instance(gx, tx)
-    out = []
-    for w in waits:
-        if not (_role_mask(st, w) & _role_mask(st, x)).any():
-            continue
+
+    def retires(w):
         cw = _sum_counts(counts, commits, w)
         if cw is None:
             st.incomplete.add(f"{x.op} groups")
-            continue
-        tsame = [(ctx.instance(sym, _WTAG), ctx.instance(sym, tx)) for sym, _ in k.threads.values()]
-        body = z3.And([ctx.instance(c, _WTAG) for c in w.conds] + ctx.loop_facts(w.loops, _WTAG)
-                      + [gx < ctx.instance(cw, _WTAG) - w.extra["n"], _lex_before(ctx, x, tx, w, _WTAG)])
-        options = []
-        for depth, lp in enumerate(w.loops):
-            opts = []
-            for other, tag, shifts in ((x, tx, (0, 1)),) + tuple(others):
-                if depth < len(other.loops):
-                    opts += [ctx.instance(other.loops[depth].sym, tag) + d for d in shifts]
-            options.append([(ctx.instance(lp.sym, _WTAG), o) for o in opts] or [None])
-        for combo in itertools.product(*options):
-            sub = tsame + [c for c in combo if c is not None]
-            out.append((w, sub, body))
-    return out
+            return None
+        return gx < ctx.instance(cw, _WTAG) - w.extra["n"]
+    return _later_sites(st, x, tx, waits, others, retires)
 
 
 def _group_order(st, x, tx, y, ty):
