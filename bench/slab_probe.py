@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 import k1_round  # noqa: E402  (the benchmarks' random inputs)
+from bench_peers import extra_bytes  # noqa: E402
 
 SHAPES = [  # label, T, H, cu, limits in MB (0: none, the whole call)
     ("H96 1x8192 cu", 8192, 96, True, [0, 256, 128, 64]),
@@ -52,13 +53,10 @@ def main():
                 tokens = api._slab_rule(1, T, H) if mb else 0
                 api.empty_cache()
                 torch.cuda.empty_cache()
-                torch.cuda.synchronize()
-                torch.cuda.reset_peak_memory_stats()
-                base = torch.cuda.memory_allocated()
-                o, ht = kda_tile.kda_prefill(*args, **kw)
-                torch.cuda.synchronize()
-                extra = torch.cuda.max_memory_allocated() - base - o.numel() * o.element_size() \
-                    - ht.numel() * ht.element_size()
+                kept = []   # the call's outputs, held past extra_bytes for the comparison below
+                extra = extra_bytes(lambda: kept.append(kda_tile.kda_prefill(*args, **kw)),
+                                    d["v"].numel() * 2 + h0.numel() * 4)
+                o, ht = kept.pop()
                 row = dict(shape=label, limit_MB=mb, slab_tokens=tokens, slabs=-(-T // tokens) if tokens else 1,
                            extra_MB=round(extra / 2 ** 20, 1))
                 if whole is None:
