@@ -277,3 +277,73 @@ def test_unknown_intrinsic_is_unsupported():
                                           lambda c: tirx.Call(c.dtype, grid, []))
     k = extract(low, ["N >= 1", "N <= 2**20"])
     assert any("tl.sync_grid" in why for _, why in k.unsupported), k.unsupported
+
+
+def test_named_extents_are_one_function_for_every_role():
+    """A chunk loop whose trip count a sequence reads from memory, inside the small loop over a
+    program's sequences, gets its trip count as one uninterpreted function of the enclosing
+    indices (2.13.0), the same for the consumers and the loader, defined by its body."""
+    import tests.external.kda_tile_ring_multi as rm
+    from verify.extract import extract
+    from verify.lowering import lower
+    k = extract(lower(rm.ring_multi_seq()), rm.PRECONDITIONS["ring_multi"])
+    named = [lp for lp in k.loops if z3.is_app(lp.extent) and lp.extent.decl().name().startswith("~extent#")]
+    assert len(named) == 2 and named[0].extent.decl().eq(named[1].extent.decl())
+    body, holes = k.extent_defs[named[0].extent.decl().name()]
+    assert "cu" in str(body) and len(holes) == named[0].extent.num_args() >= 2   # q and the block index
+
+
+def _abstract_ctx():
+    import types
+    from verify import solver
+    syms = types.SimpleNamespace(uf_info={"cu": ("int32", "global", "cu")}, role={})
+    k = types.SimpleNamespace(syms=syms, counts=None, monotone={}, distinct=(), extent_defs={})
+    return solver.Ctx(k)
+
+
+def test_abstracted_loads_prove_by_congruence_and_fall_back_to_definitions():
+    """Ctx.solve first asks a query with each nonlinear term over loaded values replaced by one
+    function a body (2.13.0): UNSAT there is final (here by congruence: i == j); a query whose
+    proof needs the terms themselves is answered by the query as it stands."""
+    ctx = _abstract_ctx()
+    cu = z3.Function("cu", z3.IntSort(), z3.IntSort())
+    i, j, x, y = z3.Ints("i j x y")
+    same = [x == cu(i) / 16, y == cu(j) / 16, i == j, x != y]
+    abstract = ctx.abstract_loads(same)
+    assert abstract is not None and "cu" not in str(abstract[0])
+    assert ctx._check(abstract, 0)[0] == "unsat"
+    needs_body = [x == cu(i) / 16, x > 10, cu(i) < 16]
+    assert ctx._check(ctx.abstract_loads(needs_body), 0)[0] == "sat"
+    assert ctx.solve(needs_body)[0] == "unsat"
+    assert ctx.solve([x == cu(i) / 16, x > 10])[0] == "sat"
+
+
+def test_presolved_retry_keeps_the_answer_and_the_model():
+    """A query that exhausts its limit is asked again after simplification, value propagation and
+    solving equalities (2.13.0); its models still give every variable, eliminated or not."""
+    from verify import solver
+    a, b, c = z3.Ints("a b c")
+    fs = [a == b + 3, b == 2 * c, c > 4, a < 100]
+    r, s, _ = solver._run(fs, 10 ** 7, True)
+    assert r == z3.sat
+    m = s.model().translate(z3.main_ctx())     # as Ctx._check hands it on
+    assert all(z3.is_true(m.eval(f, model_completion=True)) for f in fs)
+    assert solver._run(fs + [a < 10], 10 ** 7, True)[0] == z3.unsat
+
+
+def test_bank_degree_from_the_lanes_when_a_ring_slot_has_no_closed_form():
+    """The slot offset of a ring indexed by a counter over sequences from cu is the same for every
+    lane of a warp and a whole number of words: the degree comes from the lanes' own offsets
+    (2.13.0), found by enumeration: 32 for a column, 1 for a row."""
+    import tests.seeded.bank_bugs as bb
+    from verify.checks import banks
+    from verify.checks.common import abs_range
+    from verify.extract import extract
+    from verify.lowering import lower
+    from verify.solver import Ctx
+    for fn, want in ((bb.ring_column_read, 32), (bb.ring_row_read, 1)):
+        k = extract(lower(fn()), bb.PRECONDITIONS[fn.__name__])
+        ctx = Ctx(k)
+        site = next(s for s in k.sites if s.kind == "access" and s.shared and s.read)
+        assert banks._lane_part(k, ctx, site, abs_range(site)[0]) is not None
+        assert banks.site_degree(k, ctx, site)[0] == want

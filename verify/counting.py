@@ -233,14 +233,15 @@ class Counts:
                    for x in subterms(t, set()))
 
     def _abstract(self, r):
-        """A name for a count with no closed form: an uninterpreted function of the thread and
-        loop symbols the count depends on. Queries see the name and get its definition (and
+        """A name for a count with no closed form: an uninterpreted function of the block, thread
+        and loop symbols the count depends on. Queries see the name and get its definition (and
         that it is >= 0) only when they need it (verify.solver.Ctx.definitions)."""
         hit = self._abstracts.get(r.get_id())
         if hit is not None and hit[0].eq(r):
             return hit[1]
+        # block indices too: a query over two blocks renames them (barriers.global_race)
         free = sorted((n, c) for n, c in consts_of(r).items()
-                      if self.syms.role.get(n) not in ("shape", "block", "param"))
+                      if self.syms.role.get(n) not in ("shape", "param"))
         name = f"~count#{len(self.defs)}"
         f = z3.Function(name, *([z3.IntSort()] * len(free)), z3.IntSort())
         c = f(*[x for _, x in free]) if free else z3.Int(name)
@@ -372,7 +373,7 @@ class Counts:
         hit = self._psums.get(body.get_id())
         if hit is None or not hit[0].eq(body):
             free = sorted((n, c) for n, c in consts_of(body).items() if n != canon.decl().name()
-                          and self.syms.role.get(n) not in ("shape", "block"))
+                          and self.syms.role.get(n) not in ("shape", "param"))
             f = z3.Function(f"psum#{len(self._psums)}", *([z3.IntSort()] * (2 + len(free))), z3.IntSort())
             hit = (body, f, [c for _, c in free])
             self._psums[body.get_id()] = hit

@@ -24,7 +24,7 @@ from . import model as M
 from . import intrinsics
 from .intrinsics import ATOMICS, VECTOR_MEMORY
 from .tir import int_value, op_name, short, tirx
-from .z3expr import DTYPE_RANGE, Symbols, Translator, eval_condition, is_int_dtype
+from .z3expr import DTYPE_RANGE, Symbols, Translator, consts_of, eval_condition, is_int_dtype
 
 THREAD_TAGS = M.THREAD_TAGS
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -139,6 +139,7 @@ class Extractor:
             if tag not in self.threads:
                 self.threads[tag] = (self._tid_sym(tag), 1)
         _assign_top(self.root)
+        k.extent_defs = _name_extents(k)
         self._resolve_registers(k)
         return k
 
@@ -1419,6 +1420,60 @@ def _uniform_registers(f, readonly):
         changed[0] = False
         walk(f.body, [], False)
     return {b: c for b, c in roles.items() if b not in dep_bufs}
+
+
+def _name_extents(k):
+    """A loop whose trip count is read from memory inside a small constant loop (the sequences a
+    program walks: `for q in range(4): for c in range(chunks(cu_seqlens, q))`) gets its trip
+    count as an uninterpreted function of the enclosing loop indices, one function for each
+    body up to those indices: loop facts (`c < f(q)`) and counts summed over q term by term
+    (`f(0) + f(1) + ...`, verify.counting) then name the same values, in every role that walks
+    the same sequences, and a query that needs no more than that never sees the loads and their
+    clamps. Returns the definitions (name -> (body over ~extent.argI, [~extent.argI])), which
+    verify.solver.Ctx.definitions adds to a query that is not UNSAT without them."""
+    from .counting import ENUM_LIMIT
+    enclosing = {}
+    for s in k.sites:
+        for i, lp in enumerate(s.loops):
+            enclosing.setdefault(lp.id, s.loops[:i])
+    defs, bodies = {}, {}
+    for lp in k.loops:
+        outer = enclosing.get(lp.id, ())
+        small = [o for o in outer if z3.is_int_value(z3.simplify(o.extent))
+                 and z3.simplify(o.extent).as_long() <= ENUM_LIMIT]
+        if not small or not _reads_memory(lp.extent, k.syms):
+            continue
+        free = consts_of(lp.extent)
+        # every symbol a query may rename (block, thread and loop indices) is an argument:
+        # the enclosing loops' indices by depth, then the others by name
+        args = [o.sym for o in outer if o.sym.decl().name() in free]
+        names = {a.decl().name() for a in args}
+        args += [c for n, c in sorted(free.items()) if n not in names and k.syms.role.get(n) not in GLOBAL_ROLES]
+        holes = [z3.Int(f"~extent.arg{i}") for i in range(len(args))]
+        body = z3.simplify(z3.substitute(lp.extent, *zip(args, holes)) if args else lp.extent)
+        hit = bodies.get(body.get_id())
+        if hit is None or not hit[0].eq(body):
+            name = f"~extent#{len(bodies)}"
+            f = z3.Function(name, *([z3.IntSort()] * len(args)), z3.IntSort()) if args else z3.Int(name)
+            hit = bodies[body.get_id()] = (body, f)
+            defs[name] = (body, holes)
+        lp.extent = hit[1](*args) if args else hit[1]
+    return defs
+
+
+# symbols no query renames per instance (verify.solver.Ctx.instance): the kernel's sizes and
+# scalar arguments
+GLOBAL_ROLES = ("shape", "param")
+
+
+def _reads_memory(t, syms) -> bool:
+    from .z3expr import subterms
+    for x in subterms(t, set()):
+        if z3.is_app(x) and x.num_args() > 0 and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            info = syms.uf_info.get(x.decl().name())
+            if info is not None and info[1] in ("global", "shared"):
+                return True
+    return False
 
 
 def _substitute_model(k, pairs):

@@ -131,6 +131,7 @@ class Kernel:
     register_values: dict = field(default_factory=dict)   # placeholder -> value term
     placeholders: dict = field(default_factory=dict)      # placeholder name -> register
     counts: object = None                                  # verify.counting.Counts, built on demand
+    extent_defs: dict = field(default_factory=dict)        # named loop trip counts (extract._name_extents)
 
     @property
     def num_threads(self) -> int:

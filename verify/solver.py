@@ -13,11 +13,13 @@ from .z3expr import DTYPE_RANGE
 # Each query gets a Z3 resource limit (`rlimit`, in Z3's deterministic resource units) instead
 # of a wall-clock timeout, and runs in a fresh Z3 context (see _check), so a verdict depends
 # neither on the machine's speed or load nor on what the worker solved before. The largest
-# query of the 28 released builds takes RLIMIT_MEASURED units (z3 4.15.4; the same with 1, 2
-# and 4 workers; `python -m verify` prints each run's largest). RLIMIT leaves ~25x headroom;
-# a query that exhausts it takes 3-13 s on the 2-core development machine (the old wall-clock
-# limit was 8 s). KDA_VERIFY_RLIMIT overrides it (0: no limit).
-RLIMIT_MEASURED = 814_119
+# query of the 48 released builds takes RLIMIT_MEASURED units (z3 4.15.4, verify 2.13.0: one
+# query of the fixed 16-token K1 with early loads and the lean prologue, 12.1 million under
+# 2.12.0 too; `python -m verify` prints each run's largest). That leaves only ~1.6x headroom
+# (it was ~25x over the 28 builds of 2.2.0); a query over the limit is asked once more presolved
+# (_check). A query that exhausts the limit takes 3-13 s on the 2-core development machine.
+# KDA_VERIFY_RLIMIT overrides it (0: no limit).
+RLIMIT_MEASURED = 12_305_648
 RLIMIT = 20_000_000
 DEFAULT_RLIMIT = int(os.environ.get("KDA_VERIFY_RLIMIT", str(RLIMIT)))
 PER_INSTANCE_ROLES = ("thread", "loop", "unknown")
@@ -187,7 +189,8 @@ class Ctx:
         """`c(args) == count(args)` and `c(args) >= 0` for every application of an abstract count
         in the formulas (verify.counting names counts without closed form; queries try without
         the definitions first)."""
-        defs = getattr(self.k.counts, "defs", None) if self.k.counts is not None else None
+        defs = dict(getattr(self.k.counts, "defs", None) or {})
+        defs.update(getattr(self.k, "extent_defs", None) or {})
         if not defs:
             return []
         out, done = [], set()
@@ -310,6 +313,12 @@ class Ctx:
         rlimit: this query's Z3 resource limit (default: the context's).
         facts=False skips the facts about loaded values when the caller only acts on UNSAT."""
         formulas = list(formulas)
+        abstract = self.abstract_loads(formulas) if ABSTRACT_SHARE else None
+        if abstract is not None:
+            limit = self.rlimit if rlimit is None else rlimit
+            out = self._check(abstract, limit // ABSTRACT_SHARE if limit else 0)
+            if out[0] == "unsat":
+                return out
         # Facts about loaded values only ever remove models: UNSAT without them is final,
         # and most queries are UNSAT, so the (costly) collection runs only when needed.
         out = self._check(formulas, rlimit)
@@ -319,6 +328,66 @@ class Ctx:
         if not extra:
             return out
         return self._check(formulas + extra, rlimit)
+
+    def abstract_loads(self, formulas):
+        """The formulas with each nonlinear subterm over loaded values (a sequence's chunk count
+        from cu_seqlens: min, max and divisions of loads) replaced by an uninterpreted function
+        of its free symbols, one function for each body up to the renaming of those symbols (the
+        same count in two threads, or at two loop indices, is one function at two arguments).
+        Dropping the definitions only adds models, so UNSAT of the result is UNSAT of the
+        formulas; a query tries it first. None when nothing is abstracted."""
+        if getattr(self.syms, "uf_info", None) is None:
+            return None
+        cache = self.__dict__.setdefault("_abs", {"memo": {}, "bodies": {}, "loads": {}})
+        out, changed = [], False
+        for f in formulas:
+            r = self._abs_term(f, cache)
+            changed = changed or not r.eq(f)
+            out.append(r)
+        return out if changed else None
+
+    def _has_load(self, t, cache):
+        i = t.get_id()
+        hit = cache["loads"].get(i)
+        if hit is not None and hit[0].eq(t):
+            return hit[1]
+        r = False
+        if not z3.is_quantifier(t):
+            r = _is_load(t, self.syms.uf_info) or any(self._has_load(c, cache) for c in t.children())
+        cache["loads"][i] = (t, r)
+        return r
+
+    def _abs_term(self, t, cache):
+        i = t.get_id()
+        hit = cache["memo"].get(i)
+        if hit is not None and hit[0].eq(t):
+            return hit[1]
+        if z3.is_quantifier(t) or not z3.is_app(t) or t.num_args() == 0 or not self._has_load(t, cache) \
+                or _is_load(t, self.syms.uf_info):
+            r = t
+        else:
+            kind = t.decl().kind()
+            linear = kind in _LINEAR_OPS or (kind == z3.Z3_OP_MUL and
+                                             sum(1 for c in t.children() if not z3.is_int_value(c)) <= 1)
+            if linear or not z3.is_int(t) or (kind == z3.Z3_OP_ITE and not self._has_load(t.arg(0), cache)):
+                r = t.decl()(*[self._abs_term(c, cache) for c in t.children()])
+            else:
+                r = self._abs_name(t, cache)
+        cache["memo"][i] = (t, r)
+        return r
+
+    def _abs_name(self, t, cache):
+        acc = {}
+        _consts(t, acc, set())
+        syms = [acc[n] for n in sorted(acc)]
+        body = z3.substitute(t, *[(c, z3.Int(f"~arg{j}")) for j, c in enumerate(syms)]) if syms else t
+        hit = cache["bodies"].get(body.get_id())
+        if hit is None or not hit[0].eq(body):
+            name = f"~load#{len(cache['bodies'])}"
+            f = z3.Function(name, *([z3.IntSort()] * len(syms)), z3.IntSort()) if syms else z3.Int(name)
+            hit = cache["bodies"][body.get_id()] = (body, f)
+        f = hit[1]
+        return f(*syms) if syms else f
 
     def _check(self, formulas, rlimit):
         # z3 hash-conses terms: structurally equal formulas are the same AST node, so the
@@ -334,18 +403,14 @@ class Ctx:
         # resource units it counts) then depends on the query alone, not on what the worker
         # process solved before (the main context's term numbering and caches), so a verdict
         # is the same whichever worker, order or machine runs it.
-        zctx = z3.Context()
-        s = z3.Solver(ctx=zctx)
-        if limit:
-            s.set("rlimit", limit)   # relative: this check may use `limit` more units
-        s.add(*[f.translate(zctx) for f in formulas])
-        start = _rlimit_count(s)
-        t0 = time.perf_counter()
-        r = s.check()
-        stats["seconds"] += time.perf_counter() - t0
-        used = max(0, _rlimit_count(s) - start)   # this check's resource units
-        stats["rlimit"] += used
-        stats["rlimit_max"] = max(stats["rlimit_max"], used)
+        r, s, used = _run(formulas, limit, False)
+        if r == z3.unknown and limit and used >= limit:
+            # Queries over several threads' counts (sums of loop trip counts, their residues
+            # modulo a ring's size) can exhaust the limit in Z3's default strategy and take a
+            # fraction of it once equalities are solved and values propagated first: the same
+            # question, asked again in that form, with a limit of its own
+            r, s, used2 = _run(formulas, limit, True)
+            used = max(used, used2)
         if r == z3.sat:
             out = ("sat", s.model().translate(z3.main_ctx()))
         elif r == z3.unsat:
@@ -397,6 +462,47 @@ class Ctx:
                     base = info[2] if len(info) > 2 else fname
                     out["data"][f"{base}[{idx.as_long()}]"] = val.as_long()
         return {k: v for k, v in out.items() if v}
+
+
+def _run(formulas, limit, presolve):
+    """(result, solver, resource units used) of one check in a fresh Z3 context."""
+    zctx = z3.Context()
+    if presolve:
+        s = z3.Then(z3.Tactic("simplify", ctx=zctx), z3.Tactic("propagate-values", ctx=zctx),
+                    z3.Tactic("solve-eqs", ctx=zctx), z3.Tactic("smt", ctx=zctx)).solver()
+    else:
+        s = z3.Solver(ctx=zctx)
+    if limit:
+        s.set("rlimit", limit)   # relative: this check may use `limit` more units
+    s.add(*[f.translate(zctx) for f in formulas])
+    start = _rlimit_count(s)
+    t0 = time.perf_counter()
+    r = s.check()
+    stats["seconds"] += time.perf_counter() - t0
+    used = max(0, _rlimit_count(s) - start)   # this check's resource units
+    stats["rlimit"] += used
+    stats["rlimit_max"] = max(stats["rlimit_max"], used)
+    return r, s, used
+
+
+# Ctx.abstract_loads: linear operators are kept (their operands abstracted), and the abstract
+# query gets this share of the query's resource limit
+_LINEAR_OPS = {z3.Z3_OP_ADD, z3.Z3_OP_SUB, z3.Z3_OP_UMINUS, z3.Z3_OP_LE, z3.Z3_OP_LT, z3.Z3_OP_GE,
+               z3.Z3_OP_GT, z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT, z3.Z3_OP_AND, z3.Z3_OP_OR, z3.Z3_OP_NOT,
+               z3.Z3_OP_IMPLIES, z3.Z3_OP_XOR}
+ABSTRACT_SHARE = 4
+
+
+def _is_load(t, uf_info) -> bool:
+    """A value the query knows only through facts or definitions: a read of a buffer (verify.extract
+    names them; their scope is global or shared), a named count or loop trip count, a partial sum."""
+    if not (z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED):
+        return False
+    name = t.decl().name()
+    if name.startswith(("~count#", "~extent#", "psum#")):
+        return True
+    info = uf_info.get(name)
+    return t.num_args() > 0 and info is not None and info[1] in ("global", "shared")
 
 
 def _psum_facts(ts):

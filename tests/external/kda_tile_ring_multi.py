@@ -1,11 +1,12 @@
-"""A known limit, kept as the prerequisite of a persistent K2 (issue 9: one program walks several
-sequences of a head, the ring running across them): the ring's slot and parity come from one
-running chunk counter per role, a register incremented in a chunk loop whose trip count each
-sequence reads from cu_seqlens. Since verify 2.12.0 the phase and parity questions prove (each
-role's increment is found as the one in lockstep with its waits and arrivals; before, a register
-stepped by two roles had none, and the counts' free partial sums gave a false FAILED). The race
-questions, whose orders run through those counts in two threads, exhaust the default resource
-limit (UNKNOWN) and prove within 10x of it (RLIMIT below: ~40 s on two cores)."""
+"""A persistent K2's ring (issue 9: one program walks several sequences of a head, the ring running
+across them): the ring's slot and parity come from one running chunk counter per role, a register
+incremented in a chunk loop whose trip count each sequence reads from cu_seqlens. Since verify
+2.12.0 the phase and parity questions prove (each role's increment is found as the one in lockstep
+with its waits and arrivals). The race questions, whose orders run through those counts in two
+threads, took ~10x the default resource limit under 2.12.0 (~40 s with a module RLIMIT); since
+2.13.0 they prove at the default limit (~18 s): the chunk loops' trip counts are one named
+function of the sequence index for both roles (verify.extract._name_extents), and a query that
+exhausts its limit is asked again presolved."""
 import tilelang.language as T
 
 SOURCE = {"ring_multi": "kda_tile: a persistent K2's ring across sequences (session 24, not built)",
@@ -60,6 +61,5 @@ KERNELS = {"ring_multi": ring_multi_seq, "ring_multi_early_free": lambda: ring_m
 PRECONDITIONS = {name: ["N1 >= 2", "N1 <= 2**20", "NC >= 1", "NC <= 2**20"] for name in KERNELS}
 BANK_BUDGET = {name: 8 for name in KERNELS}
 MONOTONE = {"cu": ("N1", "NC")}
-RLIMIT = {name: 200_000_000 for name in KERNELS}
 EXPECT = {"ring_multi": None,
           "ring_multi_early_free": ("barriers.race", "Xr", "the consumers free a slot before reading it")}

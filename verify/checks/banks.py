@@ -80,10 +80,55 @@ def site_degree(k, ctx, s):
         return _numeric(k, s, addr, cond, groups, width)
     except Symbolic:
         pass
+    loops = s.loops
+    lane = _lane_part(k, ctx, s, addr)
+    if lane is not None:
+        # the same degree from the lanes' own offsets; guards that hold or fail for the whole
+        # warp are left out (all lanes active: an upper bound), and so are the loops that
+        # neither the offsets nor the remaining guards mention
+        addr = lane
+        conds = [c for c in s.conds if _mentions_thread(k, c)]
+        cond = z3.And(conds) if conds else z3.BoolVal(True)
+        used = set(_consts_of(addr)) | set(_consts_of(cond))
+        loops = tuple(lp for lp in s.loops if lp.sym.decl().name() in used)
+        try:
+            return _numeric(k, s, addr, cond, groups, width)
+        except Symbolic:
+            pass
     try:
-        return _symbolic(k, ctx, s, addr, cond, groups, width)
+        return _symbolic(k, ctx, s, addr, cond, groups, width, loops)
     except NotImplementedError as e:
         return None, f"bank mapping: {e}"
+
+
+def _mentions_thread(k, t):
+    names = {sym.decl().name() for sym, _ in k.threads.values()}
+    return any(n in names for n in _consts_of(t))
+
+
+def _lane_part(k, ctx, s, addr):
+    """The address less its terms that no thread index enters (a ring slot's offset, a block's
+    tile), when those are a whole number of 4-byte words: shifting every lane of a warp by
+    the same number of words rotates the banks, so the degree stays. None when there is no
+    such part, or when it is not provably a multiple of 4."""
+    t = z3.simplify(addr, som=True)
+    terms = list(t.children()) if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_ADD else [t]
+    lane = [m for m in terms if _mentions_thread(k, m)]
+    uniform = [m for m in terms if not _mentions_thread(k, m)]
+    if not uniform or all(z3.is_int_value(m) and m.as_long() % 128 == 0 for m in uniform):
+        return None
+
+    def words(m):
+        if z3.is_int_value(m):
+            return m.as_long() % 4 == 0
+        return z3.is_app(m) and m.decl().kind() == z3.Z3_OP_MUL and z3.is_int_value(m.arg(0)) \
+            and m.arg(0).as_long() % 4 == 0
+    if not all(words(m) for m in uniform):
+        u = z3.Sum(uniform) if len(uniform) > 1 else uniform[0]
+        facts = ctx.shape_facts() + ctx.block_facts() + ctx.loop_facts(s.loops)
+        if ctx.solve(facts + [u % 4 != 0], facts=False)[0] != "unsat":
+            return None
+    return z3.simplify(z3.Sum(lane)) if len(lane) > 1 else (lane[0] if lane else z3.IntVal(0))
 
 
 def _numeric(k, s, addr, cond, groups, width):
@@ -153,12 +198,12 @@ def _enum_values(k, name, addr):
     return loop_values(k, name, [addr])
 
 
-def _symbolic(k, ctx, s, addr, cond, groups, width):
+def _symbolic(k, ctx, s, addr, cond, groups, width, loops=None):
     """Bit-vector search for the largest degree, lanes concrete and all else symbolic."""
     conv = ToBV()
     nwords = max(1, (width + 3) // 4) if width >= 4 else 1
     warp = k.syms.int_sym("bank.warp", "block")
-    base = ctx.shape_facts() + ctx.block_facts() + ctx.loop_facts(s.loops)
+    base = ctx.shape_facts() + ctx.block_facts() + ctx.loop_facts(s.loops if loops is None else loops)
     base.append(warp >= 0)
     base.append(warp < max(1, k.num_threads // 32))
     worst, where = 1, None
