@@ -75,6 +75,9 @@ class Ctx:
         self.syms = kernel.syms
         self.rlimit = DEFAULT_RLIMIT if rlimit is None else rlimit
         self._inst_cache = {}
+        # ask presolved first (barriers.race sets it: its order queries over counts mostly prove
+        # faster that way), the default strategy second
+        self.presolve_first = False
 
     # -- instances -------------------------------------------------------------------
     def instance(self, term, tag: str, roles=PER_INSTANCE_ROLES):
@@ -403,13 +406,15 @@ class Ctx:
         # resource units it counts) then depends on the query alone, not on what the worker
         # process solved before (the main context's term numbering and caches), so a verdict
         # is the same whichever worker, order or machine runs it.
-        r, s, used = _run(formulas, limit, False)
+        first = self.presolve_first
+        r, s, used = _run(formulas, limit, first)
         if r == z3.unknown and limit and used >= limit:
             # Queries over several threads' counts (sums of loop trip counts, their residues
             # modulo a ring's size) can exhaust the limit in Z3's default strategy and take a
-            # fraction of it once equalities are solved and values propagated first: the same
-            # question, asked again in that form, with a limit of its own
-            r, s, used2 = _run(formulas, limit, True)
+            # fraction of it once equalities are solved and values propagated first, and some
+            # other queries the other way round: the same question, asked again in the other
+            # form, with a limit of its own
+            r, s, used2 = _run(formulas, limit, not first)
             used = max(used, used2)
         if r == z3.sat:
             out = ("sat", s.model().translate(z3.main_ctx()))

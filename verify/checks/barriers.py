@@ -1187,6 +1187,14 @@ def _unmodelled_orderings(st):
 
 
 def _race(st):
+    st.ctx.presolve_first = True
+    try:
+        return _race_(st)
+    finally:
+        st.ctx.presolve_first = False
+
+
+def _race_(st):
     k, ctx = st.k, st.ctx
     st.incomplete = _unmodelled_orderings(st)
     findings = []
