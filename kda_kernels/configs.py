@@ -274,7 +274,8 @@ class K2Config(StateIO):
     # Sequences a program walks (issue 9's many short sequences; varlen, mode "full"): one program
     # per SPP consecutive sequences of a head block, the ring running across them (slot and parity
     # from one chunk counter a role), so the ring's fill and the program's launch are paid once
-    # per SPP sequences, not per sequence. Not yet measured; verify proves it (2.13.0: ~160 s).
+    # per SPP sequences, not per sequence. Not yet measured; verify 2.13.0 proves SPP = 4 (~55 s),
+    # not yet 16 (three race queries UNKNOWN; bench/NOTES.md, session 25).
     seqs_per_program: int = 1
     # Pass A with u0_in_k2: its identity-row programs (the K rows that carry M, where U0 = 0) load
     # no v and no Ab and leave out U0's product, which they only multiplied by zero. Pass A's DRAM

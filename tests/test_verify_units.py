@@ -347,3 +347,17 @@ def test_bank_degree_from_the_lanes_when_a_ring_slot_has_no_closed_form():
         site = next(s for s in k.sites if s.kind == "access" and s.shared and s.read)
         assert banks._lane_part(k, ctx, site, abs_range(site)[0]) is not None
         assert banks.site_degree(k, ctx, site)[0] == want
+
+
+def test_warp_uniform_terms_only_split_the_block_at_warp_boundaries():
+    """A term is taken as one value for every lane of a warp (and left out of the lanes' offsets)
+    only where a thread index enters it through a role test at a multiple of 32."""
+    import types
+    from verify.checks.banks import _warp_uniform
+    tx, ty, a = z3.Int("threadIdx.x"), z3.Int("threadIdx.y"), z3.Int("a")
+    k = types.SimpleNamespace(threads={"threadIdx.x": (tx, 256), "threadIdx.y": (ty, 1)})
+    assert _warp_uniform(k, 2048 * (z3.If(z3.Not(128 <= tx), a, 0) % 3))
+    assert _warp_uniform(k, z3.If(tx < 64, a, 2 * a) + 5 * ty)
+    assert not _warp_uniform(k, z3.If(100 <= tx, a, 0))
+    assert not _warp_uniform(k, z3.If(tx == 128, a, 0))
+    assert not _warp_uniform(k, 8 * (tx % 4))

@@ -106,6 +106,36 @@ def _mentions_thread(k, t):
     return any(n in names for n in _consts_of(t))
 
 
+_CMP = (z3.Z3_OP_LE, z3.Z3_OP_LT, z3.Z3_OP_GE, z3.Z3_OP_GT)
+
+
+def _warp_uniform(k, t):
+    """Whether t has one value for all 32 lanes of a warp: thread indices enter it only through
+    role tests that split the block at warp boundaries (`128 <= threadIdx.x`: a register counter
+    that each role steps in its own branch carries them), or have extent 1."""
+    lanes = {sym.decl().name() for sym, ext in k.threads.values() if ext != 1}
+    if len(lanes) > 1:
+        return not _mentions_thread(k, t)
+    stack, seen = [t], set()
+    while stack:
+        x = stack.pop()
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        if z3.is_const(x) and x.decl().name() in lanes:
+            return False
+        if z3.is_app(x) and x.decl().kind() in _CMP:
+            a, b = x.arg(0), x.arg(1)
+            for v, c in ((a, b), (b, a)):
+                if z3.is_const(v) and v.decl().name() in lanes and z3.is_int_value(c) and c.as_long() % 32 == 0:
+                    break
+            else:
+                stack.extend(x.children())
+            continue
+        stack.extend(x.children())
+    return True
+
+
 def _lane_part(k, ctx, s, addr):
     """The address less its terms that no thread index enters (a ring slot's offset, a block's
     tile), when those are a whole number of 4-byte words: shifting every lane of a warp by
@@ -113,8 +143,8 @@ def _lane_part(k, ctx, s, addr):
     such part, or when it is not provably a multiple of 4."""
     t = z3.simplify(addr, som=True)
     terms = list(t.children()) if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_ADD else [t]
-    lane = [m for m in terms if _mentions_thread(k, m)]
-    uniform = [m for m in terms if not _mentions_thread(k, m)]
+    lane = [m for m in terms if not _warp_uniform(k, m)]
+    uniform = [m for m in terms if _warp_uniform(k, m)]
     if not uniform or all(z3.is_int_value(m) and m.as_long() % 128 == 0 for m in uniform):
         return None
 
