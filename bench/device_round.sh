@@ -37,6 +37,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round25a # slot_guess release: build, GPU matrix (rule), stage times (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round25b # slot_guess release: the split's GPU tests and split_api (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19b # decode with token loads ahead of the pool row: build, GPU tests, bench, ncu at N = 1 (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19c # 32-token K1 without store guards: K1 + K2 (16, 32 one and two consumers) at 8 shapes, fast_math K1 check, ncu (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19d # release of the unguarded and fast_math 32-token K1: round18d's steps (~8 min)
@@ -541,6 +543,15 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     BENCH_LIBS=kda_tile,cudnn_fe timeout 180 python bench/scaling.py --only long --out "$OUT/scaling-long" \
       > "$OUT/scaling-long.log" 2>&1
     echo "long, state inout"; grep -E "^\| H" "$OUT/scaling-long.log" | cut -c1-160 ;;
+  round25a)
+    # session 25: the release of K1Config.slot_guess on the varlen K1 builds through the generated
+    # host entry: build, the GPU matrix as the rule picks, stage times
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    matrix_runs 230 rule
+    timeout 70 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -16 ;;
+  round25b)
+    # session 25: the split's release check with slot_guess (build, every split GPU test, split_api --quick)
+    split_check 300 ;;
   round24c)
     # prepared in session 24, not run: K2 walking several sequences a program (seqs_per_program,
     # the ring across them) against the released K2, no state (issue 9's rows), JIT, checked

@@ -266,19 +266,19 @@ def build_k1(cfg: K1Config):
             # the sequence a batch of equal lengths puts the slot in (f(n) = n NC / (N1 - 1)
             # there), checked with two independent loads: one round trip where it holds; where
             # not, the search below runs on the side it leaves
-            g = T.alloc_var("int32", init=T.Cast("int32", T.max(T.min(
+            guess = T.alloc_var("int32", init=T.Cast("int32", T.max(T.min(
                 T.Cast("int64", slot) * T.Cast("int64", N1 - 1) // T.Cast("int64", T.max(NC, 1)),
                 T.Cast("int64", N1 - 2)), T.int64(0))))
-            gc = T.max(T.min(g, N1 - 2), 0)
-            ga = T.alloc_var("int32", init=_math.token_index(cu_seqlens[gc], Tn))
-            gb = T.alloc_var("int32", init=_math.token_index(cu_seqlens[gc + 1], Tn))
-            if ga // C + gc > slot:
-                hi = gc - 1
-            elif gc < N1 - 2 and gb // C + gc + 1 <= slot:
-                lo = gc + 1
+            guess_n = T.max(T.min(guess, N1 - 2), 0)
+            guess_bos = T.alloc_var("int32", init=_math.token_index(cu_seqlens[guess_n], Tn))
+            guess_eos = T.alloc_var("int32", init=_math.token_index(cu_seqlens[guess_n + 1], Tn))
+            if guess_bos // C + guess_n > slot:
+                hi = guess_n - 1
+            elif guess_n < N1 - 2 and guess_eos // C + guess_n + 1 <= slot:
+                lo = guess_n + 1
             else:
-                lo = gc
-                hi = gc
+                lo = guess_n
+                hi = guess_n
         for _ in T.serial(steps):
             # lo, hi stay in [0, N1 - 2]; the clamps say so to `verify`, which does
             # not infer loop invariants. Once lo == hi a step loads nothing, so the
@@ -293,9 +293,9 @@ def build_k1(cfg: K1Config):
         n = T.max(T.min(lo, N1 - 2), 0)
         if cfg.slot_guess:
             # the guess's loads where it held (no second round trip)
-            bos = T.alloc_var("int32", init=ga)
-            eos = T.alloc_var("int32", init=gb)
-            if n != gc:
+            bos = T.alloc_var("int32", init=guess_bos)
+            eos = T.alloc_var("int32", init=guess_eos)
+            if n != guess_n:
                 bos = _math.token_index(cu_seqlens[n], Tn)
                 eos = _math.token_index(cu_seqlens[n + 1], Tn)
             eos = T.max(eos, bos)

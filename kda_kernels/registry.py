@@ -67,12 +67,14 @@ def decode_block_v(state_dtype: str, token_axis: bool) -> int:
     return 16 if state_dtype == "float32" and not token_axis else 32
 
 
-def _prologue() -> dict:
-    """K1's prologue knobs, every build (session 23, bench/NOTES.md): the gate's parameters first
-    and beta behind the copies (early_loads), the copies' rows from registers with no barrier
-    before them (lean_prologue). JIT against session 22's release (head_once), H96 1x8192 cu:
-    16 tokens 0.426 -> 0.383 ms, 32 tokens 0.475 -> 0.434; H32 2048x64 cu 2.702 -> 2.514."""
-    return {"early_loads": True, "lean_prologue": True}
+def _prologue(varlen: bool) -> dict:
+    """K1's prologue knobs (session 23, bench/NOTES.md): the gate's parameters first and beta
+    behind the copies (early_loads), the copies' rows from registers with no barrier before them
+    (lean_prologue). JIT against session 22's release (head_once), H96 1x8192 cu: 16 tokens 0.426
+    -> 0.383 ms, 32 tokens 0.475 -> 0.434; H32 2048x64 cu 2.702 -> 2.514. Varlen builds start the
+    slot search at the sequence equal lengths give (slot_guess; session 25, 16 tokens: H32 2048x64
+    cu 2.529 -> 2.328, 8192x16 3.039 -> 2.651, 256x512 2.273 -> 2.191, H96 1x8192 0.387 -> 0.392)."""
+    return {"early_loads": True, "lean_prologue": True, "slot_guess": varlen}
 
 
 def _released() -> tuple[Build, ...]:
@@ -83,7 +85,7 @@ def _released() -> tuple[Build, ...]:
     # K2 forms U0 = Ab v (u0_in_k2): K1 reads no v and writes Ab's 16 columns for U0's 128.
     for varlen, fast_math in itertools.product((False, True), (False, True)):
         builds.append(Build("k1", K1Config(varlen=varlen, fast_math=fast_math, skip_holes=varlen,
-                                           dyn_search=varlen, u0_in_k2=True, **_prologue())))
+                                           dyn_search=varlen, u0_in_k2=True, **_prologue(varlen))))
     # K2 does no transcendental math, so fast_math selects only among K1 builds.
     for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final, u0_in_k2=True)))
@@ -96,7 +98,7 @@ def _released() -> tuple[Build, ...]:
     for varlen, fast_math in itertools.product((False, True), (False, True)):
         builds.append(Build("k1", K1Config(varlen=varlen, fast_math=fast_math, skip_holes=varlen, dyn_search=varlen,
                                            u0_in_k2=True, chunk=32, threads=128, min_blocks=5,
-                                           rsqrt_nr=not fast_math, tail_unswitch=True, **_prologue())))
+                                           rsqrt_nr=not fast_math, tail_unswitch=True, **_prologue(varlen))))
     for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final, u0_in_k2=True,
                                            chunk=32)))

@@ -35,9 +35,9 @@ def test_workspace_slots_follow_the_chunk(varlen):
 
 def test_chunk32_configs_are_named_and_checked():
     b = registry.find("k1", varlen=True, fast_math=False, chunk=32)
-    assert b.name.endswith("_ch32_rnr_tu_el_lp") and b.config.rsqrt_nr and b.config.threads == 128
+    assert b.name.endswith("_ch32_rnr_tu_el_lp_sg") and b.config.rsqrt_nr and b.config.threads == 128
     assert registry.find("k2", varlen=True, initial_state=None, final_state=False, chunk=32).name.endswith("_ch32")
-    assert registry.find("k1", varlen=True, fast_math=True, chunk=32).name.endswith("_fast_ds_skipholes_mqkdiag_u0k2_ch32_tu_el_lp")
+    assert registry.find("k1", varlen=True, fast_math=True, chunk=32).name.endswith("_fast_ds_skipholes_mqkdiag_u0k2_ch32_tu_el_lp_sg")
     assert registry.find("k1", varlen=False, fast_math=False, chunk=32).name.endswith("_ch32_rnr_tu_el_lp")
     with pytest.raises(LookupError, match="no released k1 build"):
         registry.find("k1", varlen=True, fast_math=True, chunk=64)
