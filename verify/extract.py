@@ -24,7 +24,8 @@ from . import model as M
 from . import intrinsics
 from .intrinsics import ATOMICS, VECTOR_MEMORY
 from .tir import int_value, op_name, short, tirx
-from .z3expr import DTYPE_RANGE, Symbols, Translator, consts_of, eval_condition, is_int_dtype
+from .z3expr import (DTYPE_RANGE, BodyNames, Symbols, Translator, consts_of, eval_condition, is_int_dtype,
+                     reads_memory, subterms)
 
 THREAD_TAGS = M.THREAD_TAGS
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -1436,44 +1437,28 @@ def _name_extents(k):
     for s in k.sites:
         for i, lp in enumerate(s.loops):
             enclosing.setdefault(lp.id, s.loops[:i])
-    defs, bodies = {}, {}
+    defs, names = {}, BodyNames("~extent", simplify=True)
     for lp in k.loops:
         outer = enclosing.get(lp.id, ())
-        small = [o for o in outer if z3.is_int_value(z3.simplify(o.extent))
-                 and z3.simplify(o.extent).as_long() <= ENUM_LIMIT]
-        if not small or not _reads_memory(lp.extent, k.syms):
+        small = any(z3.is_int_value(e) and e.as_long() <= ENUM_LIMIT for e in (z3.simplify(o.extent) for o in outer))
+        if not small or not any(reads_memory(x, k.syms.uf_info) for x in subterms(lp.extent, set())):
             continue
         free = consts_of(lp.extent)
         # every symbol a query may rename (block, thread and loop indices) is an argument:
         # the enclosing loops' indices by depth, then the others by name
         args = [o.sym for o in outer if o.sym.decl().name() in free]
-        names = {a.decl().name() for a in args}
-        args += [c for n, c in sorted(free.items()) if n not in names and k.syms.role.get(n) not in GLOBAL_ROLES]
-        holes = [z3.Int(f"~extent.arg{i}") for i in range(len(args))]
-        body = z3.simplify(z3.substitute(lp.extent, *zip(args, holes)) if args else lp.extent)
-        hit = bodies.get(body.get_id())
-        if hit is None or not hit[0].eq(body):
-            name = f"~extent#{len(bodies)}"
-            f = z3.Function(name, *([z3.IntSort()] * len(args)), z3.IntSort()) if args else z3.Int(name)
-            hit = bodies[body.get_id()] = (body, f)
+        taken = {a.decl().name() for a in args}
+        args += [c for n, c in sorted(free.items()) if n not in taken and k.syms.role.get(n) not in GLOBAL_ROLES]
+        app, name, body, holes, fresh = names.name(lp.extent, args)
+        if fresh:
             defs[name] = (body, holes)
-        lp.extent = hit[1](*args) if args else hit[1]
+        lp.extent = app
     return defs
 
 
 # symbols no query renames per instance (verify.solver.Ctx.instance): the kernel's sizes and
 # scalar arguments
 GLOBAL_ROLES = ("shape", "param")
-
-
-def _reads_memory(t, syms) -> bool:
-    from .z3expr import subterms
-    for x in subterms(t, set()):
-        if z3.is_app(x) and x.num_args() > 0 and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            info = syms.uf_info.get(x.decl().name())
-            if info is not None and info[1] in ("global", "shared"):
-                return True
-    return False
 
 
 def _substitute_model(k, pairs):

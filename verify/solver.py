@@ -8,7 +8,7 @@ import time
 
 import z3
 
-from .z3expr import DTYPE_RANGE
+from .z3expr import DTYPE_RANGE, BodyNames, reads_memory
 
 # Each query gets a Z3 resource limit (`rlimit`, in Z3's deterministic resource units) instead
 # of a wall-clock timeout, and runs in a fresh Z3 context (see _check), so a verdict depends
@@ -316,7 +316,7 @@ class Ctx:
         rlimit: this query's Z3 resource limit (default: the context's).
         facts=False skips the facts about loaded values when the caller only acts on UNSAT."""
         formulas = list(formulas)
-        abstract = self.abstract_loads(formulas) if ABSTRACT_SHARE else None
+        abstract = self.abstract_loads(formulas)
         if abstract is not None:
             limit = self.rlimit if rlimit is None else rlimit
             out = self._check(abstract, limit // ABSTRACT_SHARE if limit else 0)
@@ -341,7 +341,7 @@ class Ctx:
         formulas; a query tries it first. None when nothing is abstracted."""
         if getattr(self.syms, "uf_info", None) is None:
             return None
-        cache = self.__dict__.setdefault("_abs", {"memo": {}, "bodies": {}, "loads": {}})
+        cache = self.__dict__.setdefault("_abs", {"memo": {}, "names": BodyNames("~load"), "loads": {}})
         out, changed = [], False
         for f in formulas:
             r = self._abs_term(f, cache)
@@ -382,15 +382,7 @@ class Ctx:
     def _abs_name(self, t, cache):
         acc = {}
         _consts(t, acc, set())
-        syms = [acc[n] for n in sorted(acc)]
-        body = z3.substitute(t, *[(c, z3.Int(f"~arg{j}")) for j, c in enumerate(syms)]) if syms else t
-        hit = cache["bodies"].get(body.get_id())
-        if hit is None or not hit[0].eq(body):
-            name = f"~load#{len(cache['bodies'])}"
-            f = z3.Function(name, *([z3.IntSort()] * len(syms)), z3.IntSort()) if syms else z3.Int(name)
-            hit = cache["bodies"][body.get_id()] = (body, f)
-        f = hit[1]
-        return f(*syms) if syms else f
+        return cache["names"].name(t, [acc[n] for n in sorted(acc)])[0]
 
     def _check(self, formulas, rlimit):
         # z3 hash-conses terms: structurally equal formulas are the same AST node, so the
@@ -503,11 +495,7 @@ def _is_load(t, uf_info) -> bool:
     names them; their scope is global or shared), a named count or loop trip count, a partial sum."""
     if not (z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED):
         return False
-    name = t.decl().name()
-    if name.startswith(("~count#", "~extent#", "psum#")):
-        return True
-    info = uf_info.get(name)
-    return t.num_args() > 0 and info is not None and info[1] in ("global", "shared")
+    return t.decl().name().startswith(("~count#", "~extent#", "psum#")) or reads_memory(t, uf_info)
 
 
 def _psum_facts(ts):

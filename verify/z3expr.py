@@ -671,8 +671,9 @@ def has_uninterpreted_app(t) -> bool:
     return False
 
 
-def subterms(term, seen):
-    """Each subterm of `term` whose id is not in `seen` (which it fills), outside quantifiers."""
+def subterms(term, seen, prune=None):
+    """Each subterm of `term` whose id is not in `seen` (which it fills), outside quantifiers and
+    below no subterm for which `prune` holds (that one is yielded, its children are not)."""
     stack = [term]
     while stack:
         t = stack.pop()
@@ -683,7 +684,43 @@ def subterms(term, seen):
         if z3.is_quantifier(t):
             continue
         yield t
-        stack.extend(t.children())
+        if prune is None or not prune(t):
+            stack.extend(t.children())
+
+
+def reads_memory(t, uf_info) -> bool:
+    """Whether `t` is a read of a buffer's value (verify.extract names them in `uf_info`; their
+    scope is global or shared)."""
+    if not (z3.is_app(t) and t.num_args() > 0 and t.decl().kind() == z3.Z3_OP_UNINTERPRETED):
+        return False
+    info = uf_info.get(t.decl().name())
+    return info is not None and info[1] in ("global", "shared")
+
+
+class BodyNames:
+    """One uninterpreted function for each term body, up to the renaming of its arguments: a term
+    over arguments (a1, ...) is named f(a1, ...), f the function of the term with the arguments
+    replaced by holes, so the same body over other arguments (another thread's, another loop
+    index's) is the same function. `name(t, args)` returns (application, function name, body,
+    holes, whether the function is new)."""
+
+    def __init__(self, prefix, simplify=False):
+        self.prefix, self.simplify = prefix, simplify
+        self.bodies = {}
+
+    def name(self, t, args):
+        holes = [z3.Int(f"{self.prefix}.arg{i}") for i in range(len(args))]
+        body = z3.substitute(t, *zip(args, holes)) if args else t
+        if self.simplify:
+            body = z3.simplify(body)
+        hit = self.bodies.get(body.get_id())
+        fresh = hit is None or not hit[0].eq(body)
+        if fresh:
+            name = f"{self.prefix}#{len(self.bodies)}"
+            f = z3.Function(name, *([z3.IntSort()] * len(args)), z3.IntSort()) if args else z3.Int(name)
+            hit = self.bodies[body.get_id()] = (body, f, name)
+        _, f, name = hit
+        return (f(*args) if args else f), name, body, holes, fresh
 
 
 _consts_cache: dict = {}

@@ -22,7 +22,7 @@ import z3
 
 from ..numeric import Symbolic, consts_of as _consts_of, loop_values, np_eval as _np_eval
 from ..report import check_result
-from ..z3expr import ToBV
+from ..z3expr import ToBV, subterms
 from .common import abs_range, simplify_int, site_finding, unknown
 
 CATEGORY = "banks"
@@ -116,29 +116,19 @@ def _warp_uniform(k, t):
     lanes = {sym.decl().name() for sym, ext in k.threads.values() if ext != 1}
     if len(lanes) > 1:
         return not _mentions_thread(k, t)
-    stack, seen = [t], set()
-    while stack:
-        x = stack.pop()
-        if x.get_id() in seen:
-            continue
-        seen.add(x.get_id())
-        if z3.is_const(x) and x.decl().name() in lanes:
+
+    def role_test(x):
+        if not (z3.is_app(x) and x.decl().kind() in _CMP):
             return False
-        if z3.is_app(x) and x.decl().kind() in _CMP:
-            a, b = x.arg(0), x.arg(1)
-            for v, c in ((a, b), (b, a)):
-                if z3.is_const(v) and v.decl().name() in lanes and z3.is_int_value(c) and c.as_long() % 32 == 0:
-                    break
-            else:
-                stack.extend(x.children())
-            continue
-        stack.extend(x.children())
-    return True
+        a, b = x.arg(0), x.arg(1)
+        return any(z3.is_const(v) and v.decl().name() in lanes and z3.is_int_value(c) and c.as_long() % 32 == 0
+                   for v, c in ((a, b), (b, a)))
+    return not any(z3.is_const(x) and x.decl().name() in lanes for x in subterms(t, set(), prune=role_test))
 
 
 def _lane_part(k, ctx, s, addr):
-    """The address less its terms that no thread index enters (a ring slot's offset, a block's
-    tile), when those are a whole number of 4-byte words: shifting every lane of a warp by
+    """The address less its warp-uniform terms (a ring slot's offset, a block's tile; _warp_uniform),
+    when those are a whole number of 4-byte words: shifting every lane of a warp by
     the same number of words rotates the banks, so the degree stays. None when there is no
     such part, or when it is not provably a multiple of 4."""
     t = z3.simplify(addr, som=True)
