@@ -37,6 +37,9 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round26a # session 26: K2 over four sequences a program released for many short sequences: build, its GPU tests, spp_api (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round26b # session 26: the GPU matrix as the rule picks, stage times (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round26c # session 26: the FlashQLA cut's fused probes, issue 9's many-sequence rows with cuDNN, out= host time beside its floor (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round25a # slot_guess release: build, GPU matrix (rule), stage times (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round25b # slot_guess release: the split's GPU tests and split_api (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round19b # decode with token loads ahead of the pool row: build, GPU tests, bench, ncu at N = 1 (~7 min)
@@ -543,6 +546,33 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     BENCH_LIBS=kda_tile,cudnn_fe timeout 180 python bench/scaling.py --only long --out "$OUT/scaling-long" \
       > "$OUT/scaling-long.log" 2>&1
     echo "long, state inout"; grep -E "^\| H" "$OUT/scaling-long.log" | cut -c1-160 ;;
+  round26a)
+    # session 26: K2Config.seqs_per_program = 4 released on the varlen pairs for many short
+    # sequences (configs.use_spp): build, its GPU tests (the rule at >= 1024 sequences, forced on
+    # small ragged batches, every state mode), then kda_prefill with spp 1 against 4 (spp_api)
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 200 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k "many_sequences or spp" \
+      > "$OUT/pytest_spp.log" 2>&1
+    echo "spp tests: $(grep -E "passed|failed" "$OUT/pytest_spp.log" | tail -1)"
+    grep -E "^FAILED|Error" "$OUT/pytest_spp.log" | head -5
+    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_spp.json" 2>/dev/null
+    timeout 200 python bench/spp_api.py > "$OUT/spp_api.log" 2>&1
+    grep -E "Error|error" "$OUT/spp_api.log" | head -3; grep -v '^{' "$OUT/spp_api.log" | tail -10 ;;
+  round26b)
+    # session 26: the GPU matrix as the rule picks (the split tests apart), stage times
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    matrix_runs 300 rule
+    timeout 70 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -16 ;;
+  round26c)
+    # session 26: the FlashQLA cut's number (fused pairs kernel: whole, chain, producer, and both
+    # with the producer cut), issue 9's many-sequence rows with cuDNN (fresh prompts: final state
+    # out), issue 11's out= row interleaved with its floor
+    timeout 200 python bench/fused_round.py cut > "$OUT/fused_cut.log" 2>&1; grep -v -E 'INFO|compiled' "$OUT/fused_cut.log" | tail -5
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    BENCH_LIBS=kda_tile,cudnn_fe BENCH_STATE=final timeout 170 python bench/scaling.py --only split \
+      --out "$OUT/scaling-final" > "$OUT/scaling-final.log" 2>&1
+    grep -E "^\| H" "$OUT/scaling-final.log" | cut -c1-160
+    timeout 110 python bench/host_interleaved.py > "$OUT/host_interleaved.log" 2>&1; tail -4 "$OUT/host_interleaved.log" ;;
   round25a)
     # session 25: the release of K1Config.slot_guess on the varlen K1 builds through the generated
     # host entry: build, the GPU matrix as the rule picks, stage times

@@ -55,6 +55,16 @@ for _np in (1, 2):
                                                     probe=f"producer-no_{_st}", producers=_np)
         VARIANTS[f"pairs_p{_np}_producer_no_{_st}"] = dict(VARIANTS[f"p{_np}_producer_no_{_st}"],
                                                           producer_form="pairs")
+# The FlashQLA-style cut (bench/NOTES.md, sessions 25 and 26): K1 would write only Ab and Mqk, and
+# the producer would rebuild kd, qd, kr, gC and Wk beside the chain. Its producer is this one
+# without the L / Mqk product and the inverse; "cut" runs the chain as well (on whatever Ab and
+# Mqk hold: timing only, never checked).
+VARIANTS["pairs_p2_producer_cut"] = dict(varlen=True, initial_state="float32", final_state=True,
+                                         probe="producer-no_lm-no_inverse", producer_form="pairs")
+VARIANTS["pairs_p2_cut"] = dict(varlen=True, initial_state="float32", final_state=True,
+                                probe="cut-no_lm-no_inverse", producer_form="pairs")
+CUT_NAMES = ("pairs_varlen_h0f32_ht", "pairs_probe_chain", "pairs_probe_producer", "pairs_p2_producer_cut",
+             "pairs_p2_cut")
 for _name, _cfg in VARIANTS.items():
     _cfg.setdefault("producer_form", "pairs" if _name.startswith("pairs_") else "lanes")
 
@@ -429,6 +439,31 @@ def attrib():
         print(row)
 
 
+def cut():
+    """The FlashQLA-style cut's fused kernel, timed before it is built: us per 16-token chunk of the
+    whole pairs kernel, its chain alone, its producer alone, and both with the producer cut to what
+    the chain kernel would still do (no L / Mqk product, no inverse; Ab and Mqk's loads not
+    counted). The cut pays only if its producer comes in under the chain's step."""
+    import torch
+    from triton.testing import do_bench
+    rows = []
+    for H, lens in [(96, [8192]), (64, [1024] * 8), (32, [512] * 64)]:
+        d = inputs(1, sum(lens), H, lens=lens, seed=11)
+        nch = max(-(-n // 16) for n in lens)
+        row = dict(shape=f"H{H} {len(lens)}x{lens[0]}")
+        for name in CUT_NAMES:
+            with torch.inference_mode():
+                ms = do_bench(lambda: run_fused(name, d, poison=False), warmup=10, rep=100, return_mode="median")
+            row[name + "_ms"] = round(ms, 4)
+            row[name + "_us_per_chunk"] = round(ms * 1e3 / nch, 3)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    (OUT / "fused_cut.json").write_text(json.dumps(rows, indent=1))
+    print(f"{'shape':12s} " + " ".join(f"{n.replace('pairs_', ''):>16s}" for n in CUT_NAMES) + "   (ms)")
+    for r in rows:
+        print(f"{r['shape']:12s} " + " ".join(f"{r[n + '_ms']:16.3f}" for n in CUT_NAMES))
+
+
 def ncu():
     """One profiled call of each new kernel at H96 1x8192 (run under ncu --profile-from-start off)."""
     import torch
@@ -482,6 +517,8 @@ def main():
         need |= {"probe_producer", "p1_probe_producer"} | {n for n in VARIANTS if "_no_" in n}
     if "ncu" in parts:
         need |= set(NCU_NAMES)
+    if "cut" in parts:
+        need |= set(CUT_NAMES)
     prewarm(sorted(need))
     for p in parts:
         t0 = time.perf_counter()

@@ -70,6 +70,23 @@ def use_chunk32(N: int, T: int, HV: int) -> bool:
     return 2 * N * HV <= CHUNK32_MAX_CHAINS and T // N >= CHUNK32_MIN_TOKENS
 
 
+# K2 over SPP sequences a program (K2Config.seqs_per_program; issue 9's many short sequences).
+# Round 24c (K2 alone, 16 tokens, H32, JIT): spp4 -9% at 256 x 512 and 2048 x 64, -39% at 8192 x 16;
+# +4 to +12% at one sequence and at H64 8 x 1024 / H96 16 x 1024 (192-768 spp4 programs). So: short
+# sequences, and at least SPP_MIN_PROGRAMS programs after the grouping (four waves of two chains on
+# 132 SMs), which leaves the measured losses out (bench/NOTES.md, sessions 25 and 26).
+SPP = 4
+SPP_MAX_MEAN_TOKENS = 512
+SPP_MIN_PROGRAMS = 4 * 2 * 132
+
+
+def use_spp(N: int, T: int, HV: int) -> int:
+    """Sequences a K2 program walks for N packed sequences of T tokens in all and HV value heads
+    (16-token chunks, unsplit): SPP or 1."""
+    many = T // N <= SPP_MAX_MEAN_TOKENS and (N + SPP - 1) // SPP * HV * 2 >= SPP_MIN_PROGRAMS
+    return SPP if many else 1
+
+
 def split_plan_exprs(chunk: int = CHUNK) -> tuple:
     """split_plan(..., chunk) as the host entry's derived variables ((name, Python expression), ...)."""
     N = "(N1 - 1)"

@@ -258,10 +258,10 @@ def build_k2(cfg: K2Config):
         return bos, seqlen, slot0, T.max(T.min(T.ceildiv(seqlen, C), NC - slot0), 0)
 
     @T.macro
-    def consumer_seqs(w, g, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full, empty,
+    def consumer_seqs(w, count, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full, empty,
                       cu_seqlens, h0, o, ht, p, hv, vb):
-        """A consumer over the program's SPP sequences; g[0] counts its chunks across them (the
-        ring's slot g % S and parity (g // S) % 2, in step with the loader's count)."""
+        """A consumer over the program's SPP sequences; count[0] counts its chunks across them (the
+        ring's slot count % S and parity (count // S) % 2, in step with the loader's count)."""
         T.set_max_nreg(creg, 1)
         v0 = vb * BP + w * BV
         u0s = T.if_then_else(v0 < V, 1.0, 0.0)
@@ -274,14 +274,14 @@ def build_k2(cfg: K2Config):
                 else:
                     T.clear(St)
                 for c in T.serial(nch):
-                    chunk(c, g[0] % S, (g[0] // S) % 2, w, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r,
+                    chunk(c, count[0] % S, (count[0] // S) % 2, w, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, U0_r, Ab_r,
                           Mqk_r, gC_r, full, empty, o, 0, hv, bos, seqlen, v0, u0s)
-                    g[0] = g[0] + 1
+                    count[0] = count[0] + 1
                 if cfg.final_state:
                     T.copy(St, ht[n, hv, v0:v0 + BV, :])
 
     @T.macro
-    def loader_seqs(tx, g, Wk, qd, kr, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full, empty,
+    def loader_seqs(tx, count, Wk, qd, kr, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full, empty,
                     cu_seqlens, p, hv, vb):
         T.set_max_nreg(preg, 0)
         ub = vb % (V // BP)
@@ -291,8 +291,8 @@ def build_k2(cfg: K2Config):
                 if n < NS:
                     bos, _, slot0, nch = seq_bounds(cu_seqlens, n)
                     for c in T.serial(nch):
-                        s = g[0] % S
-                        T.barrier_wait(empty[s], (g[0] // S + 1) % 2)
+                        s = count[0] % S
+                        T.barrier_wait(empty[s], (count[0] // S + 1) % 2)
                         row0 = (slot0 + c) * C
                         T.tma_copy(Wk[hv, row0:row0 + C, :], Wk_r[s, :, :], barrier=full[s])
                         T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
@@ -303,7 +303,7 @@ def build_k2(cfg: K2Config):
                         T.tma_copy(Mqk[hv, row0:row0 + C, :], Mqk_r[s, :, :], barrier=full[s])
                         T.tma_copy(gC[hv, slot0 + c, :], gC_r[s, :], barrier=full[s])
                         T.barrier_arrive(full[s])
-                        g[0] = g[0] + 1
+                        count[0] = count[0] + 1
 
     @T.macro
     def _body(Wk, qd, kr, U0, Ab, v, Mqk, gC, cu_seqlens, h0, o, ht, L=None):
@@ -339,15 +339,15 @@ def build_k2(cfg: K2Config):
 
             if SPP > 1:
                 ring = (Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r)
-                g = T.alloc_local((1,), "int32")
-                g[0] = 0
+                count = T.alloc_local((1,), "int32")
+                count[0] = 0
                 tx = T.get_thread_binding()
                 if tx < WARPGROUP:
-                    consumer_seqs(0, g, *frags[0], *ring, full, empty, cu_seqlens, h0, o, ht, n, hv, vb)
+                    consumer_seqs(0, count, *frags[0], *ring, full, empty, cu_seqlens, h0, o, ht, n, hv, vb)
                 elif NW == 2 and tx < 2 * WARPGROUP:
-                    consumer_seqs(1, g, *frags[-1], *ring, full, empty, cu_seqlens, h0, o, ht, n, hv, vb)
+                    consumer_seqs(1, count, *frags[-1], *ring, full, empty, cu_seqlens, h0, o, ht, n, hv, vb)
                 else:
-                    loader_seqs(tx, g, Wk, qd, kr, Ab, v, Mqk, gC, *ring, full, empty, cu_seqlens, n, hv, vb)
+                    loader_seqs(tx, count, Wk, qd, kr, Ab, v, Mqk, gC, *ring, full, empty, cu_seqlens, n, hv, vb)
             else:
                 bos = T.alloc_var("int32", init=0)
                 seqlen = T.alloc_var("int32", init=0)

@@ -13,10 +13,10 @@ _STATE_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
 
 
 def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optional[str], output_final_state: bool,
-                  split: bool = False, chunk: int = 16):
-    """(K1, K2) for chunks of `chunk` tokens, or with `split` (K1, pass A, scan, pass C): the
-    sequence split (configs.SPLIT_CHUNK-token chunks), where the scan reads the initial state and
-    writes the final state."""
+                  split: bool = False, chunk: int = 16, spp: int = 1):
+    """(K1, K2) for chunks of `chunk` tokens, K2 walking `spp` sequences a program, or with `split`
+    (K1, pass A, scan, pass C): the sequence split (configs.SPLIT_CHUNK-token chunks), where the
+    scan reads the initial state and writes the final state."""
     k1 = registry.find("k1", varlen=varlen, fast_math=fast_math, chunk=_configs.SPLIT_CHUNK if split else chunk)
     if split:
         return (k1, registry.find("k2_map", varlen=varlen),
@@ -24,7 +24,7 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
                               final_state=output_final_state),
                 registry.find("k2_seg", varlen=varlen))
     k2 = registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state,
-                       chunk=chunk)
+                       chunk=chunk, seqs_per_program=spp)
     return k1, k2
 
 
@@ -65,6 +65,20 @@ def chunk_for(q, v, cu_seqlens) -> int:
 # (N, T, HV) -> chunk_for's answer
 _CHUNK: dict = {}
 FORCE_CHUNK = {"16": 16, "32": 32}.get(os.environ.get("KDA_TILE_CHUNK", ""))
+
+
+def spp_for(q, v, cu_seqlens) -> int:
+    """Sequences a K2 program walks in an unsplit 16-token call: configs.use_spp from the shapes
+    alone (no sync). FORCE_SPP (1 or configs.SPP; KDA_TILE_SPP at import) forces it. Malformed
+    arguments give 1."""
+    if FORCE_SPP is not None:
+        return FORCE_SPP
+    return _by_shape(q, v, cu_seqlens, _SPP, _configs.use_spp, 1)
+
+
+# (N, T, HV) -> spp_for's answer
+_SPP: dict = {}
+FORCE_SPP = {"1": 1, str(_configs.SPP): _configs.SPP}.get(os.environ.get("KDA_TILE_SPP", ""))
 
 
 def use_split(q, v, cu_seqlens) -> bool:
@@ -137,10 +151,10 @@ def _slabbed(tokens, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initi
     if final_state_out is not None and not output_final_state:
         raise ValueError("final_state_out: given, but output_final_state is False")
     _out_types(out, final_state_out)
-    split, chunk = _plan(q, v, cu_seqlens)
-    if split and cu_seqlens is None:
-        split, chunk = False, chunk_for(q, v, cu_seqlens)
-    entry = _gated_entry(*_prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk))
+    split, chunk, spp = _plan(q, v, cu_seqlens)
+    if (split or spp > 1) and cu_seqlens is None:
+        split, chunk, spp = False, chunk_for(q, v, cu_seqlens), 1
+    entry = _gated_entry(*_prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk, spp))
     try:
         entry.validate_only(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
                             o=out, final_state=final_state_out)
@@ -165,17 +179,18 @@ def _renamed_outputs(e):
 
 
 def _plan(q, v, cu_seqlens):
-    """(split, chunk) of a call: use_split, then the split's chunk or chunk_for. Calls too short
-    for either rule (the host-bound ones) are decided by one read of q's shape. A fixed batch
-    that would split stays unsplit with chunk_for's chunk."""
+    """(split, chunk, spp) of a call: use_split, then the split's chunk or chunk_for, and for an
+    unsplit 16-token call spp_for. Calls too short for the split and 32-token rules skip those
+    two (a fixed batch of many short rows still groups its sequences)."""
     try:
         if q.shape[1] < _RULES_MIN_TOKENS and FORCE_SPLIT is None and FORCE_CHUNK is None:
-            return False, 16
+            return False, 16, spp_for(q, v, cu_seqlens)
     except (AttributeError, IndexError, TypeError):
         pass
     if use_split(q, v, cu_seqlens):
-        return True, _configs.SPLIT_CHUNK
-    return False, chunk_for(q, v, cu_seqlens)
+        return True, _configs.SPLIT_CHUNK, 1
+    chunk = chunk_for(q, v, cu_seqlens)
+    return False, chunk, spp_for(q, v, cu_seqlens) if chunk == 16 else 1
 
 
 def _gated_entry(*builds):
@@ -216,7 +231,7 @@ def empty_cache() -> int:
     return sum(e.release_workspaces() for e in _LOADED if hasattr(e, "release_workspaces"))
 
 
-def _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split=False, chunk=16):
+def _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split=False, chunk=16, spp=1):
     if initial_state is not None and not isinstance(initial_state, torch.Tensor):
         raise TypeError(f"initial_state: expected a torch.Tensor or None, got {type(initial_state).__name__}")
     if initial_state is not None and initial_state.dtype not in _STATE_DTYPES:
@@ -224,7 +239,7 @@ def _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split=Fal
     return select_builds(
         varlen=cu_seqlens is not None, fast_math=bool(fast_math),
         initial_state_dtype=None if initial_state is None else _STATE_DTYPES[initial_state.dtype],
-        output_final_state=bool(output_final_state), split=split, chunk=chunk)
+        output_final_state=bool(output_final_state), split=split, chunk=chunk, spp=spp)
 
 
 def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None, initial_state=None,
@@ -232,12 +247,13 @@ def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=No
     """Runs every check kda_prefill runs, launching nothing: the release gate of both builds,
     then the generated entry's argument checks. `device` names the device the tensors must
     share (default: a CUDA device), so the rules can be exercised on the CPU."""
-    # a fixed batch that would take the split is checked by the unsplit entry (the same rules on
-    # the [B, T] shapes; the split sees it as packed sequences)
-    split, chunk = _plan(q, v, cu_seqlens)
-    if split and cu_seqlens is None:
-        split, chunk = False, chunk_for(q, v, cu_seqlens)
-    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
+    # a fixed batch that would take the split or K2 over several sequences is checked by the
+    # unsplit one-sequence-a-program entry (the same rules on the [B, T] shapes; the others see it
+    # as packed sequences)
+    split, chunk, spp = _plan(q, v, cu_seqlens)
+    if (split or spp > 1) and cu_seqlens is None:
+        split, chunk, spp = False, chunk_for(q, v, cu_seqlens), 1
+    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk, spp)
     kw = _expect_device(device)
     entry = _gated_entry(*builds)
     return entry.validate_only(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
@@ -284,19 +300,19 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
     if _grad_enabled() and _may_require_grad(q, k, v, g, beta, A_log, dt_bias, initial_state):
         _no_grad_inputs(_TENSOR_ARGS, (q, k, v, g, beta, A_log, dt_bias, initial_state), "kda_tile has no backward yet")
     try:  # fewer elements than _RULES_MIN_TOKENS rows of 128 (numel is cheaper than shape[1]), else _plan
-        short = q.numel() < _RULES_MIN_ELEMS and FORCE_SPLIT is None and FORCE_CHUNK is None
+        short = q.numel() < _RULES_MIN_ELEMS and FORCE_SPLIT is None and FORCE_CHUNK is None and FORCE_SPP is None
     except (AttributeError, TypeError):
         short = False
     if short:
-        split, chunk = False, 16
+        split, chunk, spp = False, 16, 1
     else:
-        split, chunk = _plan(q, v, cu_seqlens)
+        split, chunk, spp = _plan(q, v, cu_seqlens)
         if WORKSPACE_LIMIT is not None:
             tokens = _by_shape(q, v, cu_seqlens, _SLAB, _slab_rule, 0)
             if tokens:
                 return _slabbed(tokens, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state,
                                 output_final_state, cu_seqlens, fast_math, out, final_state_out)
-        if split and cu_seqlens is None:
+        if (split or spp > 1) and cu_seqlens is None:
             flat = _as_sequences(q, k, v, g, beta, out)
             if flat is not None:
                 o, ht = kda_prefill(*flat[:5], A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, scale=scale,
@@ -304,17 +320,17 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
                                     cu_seqlens=flat[6], fast_math=fast_math, out=flat[5],
                                     final_state_out=final_state_out)
                 return (out if out is not None else o.view(v.shape)), ht
-            split, chunk = False, chunk_for(q, v, cu_seqlens)
+            split, chunk, spp = False, chunk_for(q, v, cu_seqlens), 1
     try:  # _dispatch_key, inline
         key = (cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
-               output_final_state, split, chunk)
+               output_final_state, split, chunk, spp)
     except AttributeError:
         key = None
     if out is None and final_state_out is None:
         try:
             fn = _ENTRIES[key]
         except (KeyError, TypeError):
-            fn = _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
+            fn = _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk, spp)
         try:
             return fn(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale)
         except RuntimeError:
@@ -329,8 +345,8 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
         raw, flags = _RAW[key]
     except (KeyError, TypeError):
         _out_types(out, final_state_out)
-        _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
-        raw, flags = _raw_for(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
+        _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk, spp)
+        raw, flags = _raw_for(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk, spp)
     # flags bit 3: the entry returns o alone (None when out was given); only when no final state
     # would be dropped
     single = final_state_out is not None or not output_final_state
@@ -371,11 +387,11 @@ def _out_types(out, final_state_out):
             raise TypeError(f"{name}: expected a torch.Tensor or None, got {type(t).__name__}")
 
 
-def _dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, split, chunk=16):
+def _dispatch_key(cu_seqlens, initial_state, output_final_state, fast_math, split, chunk=16, spp=1):
     """The key of _ENTRIES and _RAW: what selects the builds. Raises on a malformed
     initial_state (the callers then take the checked path)."""
     return (cu_seqlens is None, fast_math, None if initial_state is None else initial_state.dtype,
-            output_final_state, split, chunk)
+            output_final_state, split, chunk, spp)
 
 
 _TENSOR_ARGS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")
@@ -409,14 +425,14 @@ def _as_sequences(q, k, v, g, beta, out):
 _RAW: dict = {}
 
 
-def _raw_for(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk=16):
-    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
+def _raw_for(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk=16, spp=1):
+    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk, spp)
     if os.environ.get("KDA_TILE_BACKEND", "generated") != "generated":
         raise ValueError("out, final_state_out: need the generated host entry (KDA_TILE_BACKEND=generated)")
     from host_codegen.cpp_entry import launch_flags
     entry = _gated_entry(*builds)
     pair = (entry.raw, launch_flags())
-    _RAW[_dispatch_key(cu_seqlens, initial_state, bool(output_final_state), bool(fast_math), split, chunk)] = pair
+    _RAW[_dispatch_key(cu_seqlens, initial_state, bool(output_final_state), bool(fast_math), split, chunk, spp)] = pair
     return pair
 
 
@@ -459,8 +475,9 @@ def _device_types(**tensors):
             raise ValueError(f"{name}: expected a cuda tensor, got device {t.device}") from None
 
 
-def _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split=False, chunk=16):
-    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk)
+def _lookup(initial_state, output_final_state, cu_seqlens, fast_math, split=False, chunk=16, spp=1):
+    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk, spp)
     fn = _entry(*builds)
-    _ENTRIES[_dispatch_key(cu_seqlens, initial_state, bool(output_final_state), bool(fast_math), split, chunk)] = fn
+    _ENTRIES[_dispatch_key(cu_seqlens, initial_state, bool(output_final_state), bool(fast_math), split, chunk,
+                           spp)] = fn
     return fn

@@ -104,3 +104,53 @@ def test_short_calls_skip_both_shape_rules_and_obey_force_chunk(recorder, monkey
         api.kda_prefill(x, x, x, x, x[..., 0], **kw)
         assert recorder[-1][1].config.chunk == 32
         monkeypatch.setattr(api, "FORCE_CHUNK", None)
+
+
+def test_spp_rule_follows_round_24c():
+    # K2 over four sequences a program: faster at H32 256 x 512, 2048 x 64, 8192 x 16; slower at one
+    # sequence and at H64 8 x 1024 / H96 16 x 1024 (bench/NOTES.md, sessions 25 and 26)
+    from kda_kernels import configs
+    for N in (256, 2048, 8192):
+        assert configs.use_spp(N, 131072, 32) == configs.SPP
+    for N, T, HV in ((1, 8192, 96), (8, 8192, 64), (16, 16384, 96), (1, 65536, 8), (1, 32768, 32), (64, 65536, 32)):
+        assert configs.use_spp(N, T, HV) == 1, (N, T, HV)
+
+
+@pytest.mark.parametrize("varlen", [True, False])
+def test_many_short_sequences_take_the_spp_builds(monkeypatch, varlen):
+    # 2112 sequences of 3 tokens at H = 1: 528 programs of 4 sequences, two value blocks each. A
+    # fixed batch goes as packed sequences (the grouped K2 is varlen only), its o viewed back.
+    from kda_kernels import configs
+    recorder = []
+
+    def fake_entry(k1, k2):
+        def call(*a):
+            recorder.append((k1, k2, len(a)))
+            return a[2], None
+        return call
+    monkeypatch.setattr(api, "_entry", fake_entry)
+    monkeypatch.setattr(api, "_ENTRIES", {})
+    n = 4 * configs.SPP_MIN_PROGRAMS // 2
+    for fast, h0, ht in itertools.product([False, True], [None, torch.float32, torch.bfloat16], [False, True]):
+        x, kw = _inputs(n, 1, varlen, h0)
+        o, _ = api.kda_prefill(x, x, x, x, x[..., 0], output_final_state=ht, fast_math=fast, **kw)
+        assert o.shape == x.shape
+        k1, k2, _ = recorder[-1]
+        want = api.select_builds(varlen=True, fast_math=fast,
+                                 initial_state_dtype=None if h0 is None else api._STATE_DTYPES[h0],
+                                 output_final_state=ht, spp=configs.SPP)
+        assert (k1, k2) == want and k2.config.seqs_per_program == configs.SPP
+    # one sequence fewer than the rule needs: one sequence a program
+    x, kw = _inputs(n - 4, 1, varlen, None)
+    api.kda_prefill(x, x, x, x, x[..., 0], **kw)
+    assert recorder[-1][1].config.seqs_per_program == 1
+
+
+def test_force_spp_reaches_short_calls(recorder, monkeypatch):
+    from kda_kernels import configs
+    x, kw = _inputs(3, 2, True, torch.float32, 5)
+    api.kda_prefill(x, x, x, x, x[..., 0], **kw)
+    assert recorder[-1][1].config.seqs_per_program == 1
+    monkeypatch.setattr(api, "FORCE_SPP", configs.SPP)
+    api.kda_prefill(x, x, x, x, x[..., 0], **kw)
+    assert recorder[-1][1].config.seqs_per_program == configs.SPP

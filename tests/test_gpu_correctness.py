@@ -76,13 +76,16 @@ def _inputs(B, T, H, cu=None, seed=0, g_raw=None, dt_bias=None, qk_scale=(1.0, 1
     return inp
 
 
-def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False, split=None, chunked=False):
-    """split: None, or whether kda_tile.api.use_split must choose the sequence split here."""
+def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False, split=None, chunked=False, spp=None):
+    """split: None, or whether kda_tile.api.use_split must choose the sequence split here; spp:
+    None, or the sequences a K2 program must walk here (kda_tile.api.spp_for)."""
     import kda_tile
     from kda_kernels.reference import rel_err
-    from kda_tile.api import use_split
+    from kda_tile.api import spp_for, use_split
     if split is not None:
         assert use_split(inp["q"], inp["v"], cu) == split, (case, split)
+    if spp is not None:
+        assert spp_for(inp["q"], inp["v"], cu) == spp, (case, spp)
     refs = _refs(inp, cu, modes, chunked=chunked)
     failures = []
     for mi in modes:
@@ -105,7 +108,7 @@ def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False, sp
         nan = bool(torch.isnan(o).any()) or (ht is not None and bool(torch.isnan(ht).any()))
         RESULTS.append(dict(case=case, mode=MODE_IDS[mi], fast_math=fast_math, err_o=e_o, err_ht=e_h,
                             unwritten_or_nan=nan, seconds=round(wall, 4),
-                            split=use_split(inp["q"], inp["v"], cu)))
+                            split=use_split(inp["q"], inp["v"], cu), spp=spp_for(inp["q"], inp["v"], cu)))
         if nan or not e_o <= TOL or (e_h is not None and not e_h <= TOL):
             failures.append(f"{case} {MODE_IDS[mi]}: err_o={e_o:.3e} err_ht={e_h} nan={nan}")
     _flush()
@@ -192,7 +195,21 @@ def test_many_sequences(N, H, most):
     lens[torch.randint(0, 8, (N,), generator=gen) == 0] = 0
     cu = torch.cat([torch.zeros(1, dtype=torch.int64), lens.cumsum(0)]).cuda()
     inp = _inputs(1, int(lens.sum()), H, cu=cu, seed=N * H)
-    _run_modes(f"many sequences N={N} H={H}", inp, cu, modes=[0, 4, 5])
+    _run_modes(f"many sequences N={N} H={H}", inp, cu, modes=[0, 4, 5], spp=4)
+
+
+@pytest.mark.parametrize("lens", [[1], [1, 0, 16, 1, 33], [0, 5, 0], [15, 1, 17, 0, 0, 64, 3], [700, 1, 0, 300, 2]],
+                         ids=str)
+def test_spp_forced(lens, monkeypatch):
+    """K2 over four sequences a program (configs.use_spp) forced on small ragged batches, every
+    state mode: the last program's group is partial, empty and one-token sequences inside a group."""
+    from kda_tile import api
+    monkeypatch.setattr(api, "FORCE_SPP", 4)
+    cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
+    inp = _inputs(1, sum(lens), 3, cu=cu, seed=37 + sum(lens))
+    _run_modes(f"spp forced varlen {lens} H=3", inp, cu, spp=4)
+    inp = _inputs(5, 77, 2, seed=41)
+    _run_modes("spp forced fixed B=5 T=77 H=2", inp, None, spp=4)
 
 
 # The sequence split (issue 9): chosen by the API's rule at these shapes (asserted), fixed and

@@ -1,0 +1,93 @@
+"""K2 over several sequences a program (configs.use_spp) through kda_prefill (the released builds
+and the generated host entry): the rule's choice against both forced (kda_tile.api.FORCE_SPP),
+same process, same inputs.
+
+    python bench/spp_api.py [--quick]
+
+Per shape: the rule's spp, kda_prefill time (triton do_bench median, inference_mode; no state and
+fp32 state in and out) with one and with SPP sequences a program, their ratio, and both outputs'
+error against the float64 chunked reference. Writes spp_api.json under $OUT (or bench/results/),
+a table last.
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+import k1_round  # noqa: E402  (the benchmarks' random inputs)
+
+SHAPES = [  # label, H, lens: issue 9's rows, the rule's edges, and shapes round 24c measured slower
+    ("H32 256x512 cu", 32, [512] * 256),
+    ("H32 2048x64 cu", 32, [64] * 2048),
+    ("H32 8192x16 cu", 32, [16] * 8192),
+    ("H32 ragged4096 cu", 32, None),       # 4096 sequences of 0-64 tokens, one in eight empty
+    ("H8 4096x32 cu", 8, [32] * 4096),
+    ("H32 132x512 cu", 32, [512] * 132),   # 33 x 32 x 2 = 2112 programs at spp4: the rule says 4
+    ("H96 16x1024 cu", 96, [1024] * 16),   # 768 programs at spp4: the rule says 1
+    ("H64 8x1024 cu", 64, [1024] * 8),
+]
+
+
+def _ragged(n, most, seed):
+    gen = torch.Generator().manual_seed(seed)
+    lens = torch.randint(1, most + 1, (n,), generator=gen)
+    lens[torch.randint(0, 8, (n,), generator=gen) == 0] = 0
+    return lens.tolist()
+
+
+def main():
+    import kda_tile
+    from kda_kernels.configs import SPP
+    from kda_kernels.reference import kda_chunked, rel_err
+    from kda_tile import api
+    from triton.testing import do_bench
+    quick = "--quick" in sys.argv
+    rows = []
+    for label, H, lens in SHAPES[:3] if quick else SHAPES:
+        lens = lens or _ragged(4096, 64, 7)
+        T = sum(lens)
+        d = k1_round.inputs(1, T, H, lens, seed=T + H)
+        q, k, v, g, beta, A_log, dt_bias, cu = (d[n] for n in ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "cu"))
+        N = len(lens)
+        h0 = torch.randn(N, H, 128, 128, device="cuda")
+        row = dict(shape=label, N=N, T=T, H=H, rule_spp=api.spp_for(q, v, cu))
+        ref = kda_chunked(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, initial_state=h0, output_final_state=True,
+                          cu_seqlens=cu)
+        with torch.inference_mode():
+            for state in ("none", "inout"):
+                kw = dict(A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu)
+                if state == "inout":
+                    kw.update(initial_state=h0, output_final_state=True)
+                for spp in (1, SPP):
+                    api.FORCE_SPP = spp
+                    o, ht = kda_tile.kda_prefill(q, k, v, g, beta, **kw)
+                    torch.cuda.synchronize()
+                    if state == "inout":
+                        row[f"err_o_spp{spp}"] = rel_err(o, ref[0])
+                        row[f"err_ht_spp{spp}"] = rel_err(ht, ref[1])
+                    row[f"{state}_spp{spp}_ms"] = do_bench(lambda: kda_tile.kda_prefill(q, k, v, g, beta, **kw),
+                                                           warmup=5, rep=40, return_mode="median")
+                api.FORCE_SPP = None
+                row[f"{state}_ratio"] = row[f"{state}_spp{SPP}_ms"] / row[f"{state}_spp1_ms"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del q, k, v, g, d, ref
+        torch.cuda.empty_cache()
+    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).parent / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "spp_api.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+    print(f"{'shape':20s} {'rule':>4s} {'none 1':>8s} {'none 4':>8s} {'ratio':>6s} {'inout 1':>8s} {'inout 4':>8s} "
+          f"{'ratio':>6s} {'err o 4':>8s} {'err ht 4':>8s}")
+    for r in rows:
+        print(f"{r['shape']:20s} {r['rule_spp']:>4d} {r['none_spp1_ms']:8.3f} {r[f'none_spp{SPP}_ms']:8.3f} "
+              f"{r['none_ratio']:6.3f} {r['inout_spp1_ms']:8.3f} {r[f'inout_spp{SPP}_ms']:8.3f} {r['inout_ratio']:6.3f} "
+              f"{r[f'err_o_spp{SPP}']:8.2e} {r[f'err_ht_spp{SPP}']:8.2e}")
+
+
+if __name__ == "__main__":
+    main()
