@@ -39,6 +39,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26a # session 26: K2 over four sequences a program released for many short sequences: build, its GPU tests, spp_api (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26b # session 26: the GPU matrix as the rule picks, stage times (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round26d # session 26: ncu counters of the spp4 K2 through kda_prefill (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26c # session 26: the FlashQLA cut's fused probes, issue 9's many-sequence rows with cuDNN, out= host time beside its floor (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round25a # slot_guess release: build, GPU matrix (rule), stage times (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round25b # slot_guess release: the split's GPU tests and split_api (~6 min)
@@ -546,6 +547,15 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     BENCH_LIBS=kda_tile,cudnn_fe timeout 180 python bench/scaling.py --only long --out "$OUT/scaling-long" \
       > "$OUT/scaling-long.log" 2>&1
     echo "long, state inout"; grep -E "^\| H" "$OUT/scaling-long.log" | cut -c1-160 ;;
+  round26d)
+    # session 26: ncu counters of the released spp4 K2 (and its K1) through kda_prefill at H32 2048x64 and 8192x16
+    for L in 64 16; do
+      n=$((131072 / L))
+      timeout 120 ncu --clock-control none --profile-from-start off --csv --page details --section SpeedOfLight \
+        --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+        python bench/ncu_prefill.py 32 "$(python -c "print(','.join(['$L'] * $n))")" > "$OUT/ncu_spp_${n}x$L.csv" 2> "$OUT/ncu_spp_${n}x$L.err"
+      python bench/ncu_summary.py "$OUT/ncu_spp_${n}x$L.csv" 2>/dev/null | tail -8
+    done ;;
   round26a)
     # session 26: K2Config.seqs_per_program = 4 released on the varlen pairs for many short
     # sequences (configs.use_spp): build, its GPU tests (the rule at >= 1024 sequences, forced on
@@ -568,6 +578,8 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     # with the producer cut), issue 9's many-sequence rows with cuDNN (fresh prompts: final state
     # out), issue 11's out= row interleaved with its floor
     timeout 200 python bench/fused_round.py cut > "$OUT/fused_cut.log" 2>&1; grep -v -E 'INFO|compiled' "$OUT/fused_cut.log" | tail -5
+    K2_SHAPES="H32 2048x64;H32 8192x16;H32 256x512" timeout 150 python bench/k2_round.py 1,3,2,u0k2,nostate,spp4 \
+      1,3,2,u0k2,nostate,spp8 > "$OUT/k2_spp8.log" 2>&1; grep -E "error|Error" "$OUT/k2_spp8.log" | head -3; tail -4 "$OUT/k2_spp8.log"
     timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
     BENCH_LIBS=kda_tile,cudnn_fe BENCH_STATE=final timeout 170 python bench/scaling.py --only split \
       --out "$OUT/scaling-final" > "$OUT/scaling-final.log" 2>&1

@@ -1,12 +1,12 @@
 """K2 over several sequences a program (configs.use_spp) through kda_prefill (the released builds
-and the generated host entry): the rule's choice against both forced (kda_tile.api.FORCE_SPP),
-same process, same inputs.
+and the generated host entry): the rule's choice against each released grouping forced
+(kda_tile.api.FORCE_SPP), same process, same inputs.
 
     python bench/spp_api.py [--quick]
 
 Per shape: the rule's spp, kda_prefill time (triton do_bench median, inference_mode; no state and
-fp32 state in and out) with one and with SPP sequences a program, their ratio, and both outputs'
-error against the float64 chunked reference. Writes spp_api.json under $OUT (or bench/results/),
+fp32 state in and out) with one sequence a program and with each of configs.SPPS, their ratios to
+one, and each output's error against the float64 chunked reference (first 48 sequences). Writes spp_api.json under $OUT (or bench/results/),
 a table last.
 """
 import json
@@ -30,7 +30,12 @@ SHAPES = [  # label, H, lens: issue 9's rows, the rule's edges, and shapes round
     ("H32 132x512 cu", 32, [512] * 132),   # 33 x 32 x 2 = 2112 programs at spp4: the rule says 4
     ("H96 16x1024 cu", 96, [1024] * 16),   # 768 programs at spp4: the rule says 1
     ("H64 8x1024 cu", 64, [1024] * 8),
+    ("H2 2112x64 cu", 2, [64] * 2112),      # 1056 x 2 programs at spp4, short sequences
+    ("H1 4096x32 cu", 1, [32] * 4096),      # 2048 programs at spp4
 ]
+# SPP_SHAPES="H2 2112x64 cu;H1 4096x32 cu" keeps those rows only
+if os.environ.get("SPP_SHAPES"):
+    SHAPES = [s for s in SHAPES if s[0] in os.environ["SPP_SHAPES"].split(";")]
 
 
 def _ragged(n, most, seed):
@@ -42,7 +47,7 @@ def _ragged(n, most, seed):
 
 def main():
     import kda_tile
-    from kda_kernels.configs import SPP
+    from kda_kernels.configs import SPPS
     from kda_kernels.reference import kda_chunked, rel_err
     from kda_tile import api
     from triton.testing import do_bench
@@ -56,24 +61,28 @@ def main():
         N = len(lens)
         h0 = torch.randn(N, H, 128, 128, device="cuda")
         row = dict(shape=label, N=N, T=T, H=H, rule_spp=api.spp_for(q, v, cu))
-        ref = kda_chunked(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, initial_state=h0, output_final_state=True,
-                          cu_seqlens=cu)
+        # the float64 reference on the first sequences only (the whole batch does not fit in float64)
+        m = min(N, 48)
+        tm = int(sum(lens[:m]))
+        ref = kda_chunked(*(x[:, :tm] for x in (q, k, v, g, beta)), A_log=A_log, dt_bias=dt_bias,
+                          initial_state=h0[:m], output_final_state=True, cu_seqlens=cu[:m + 1])
         with torch.inference_mode():
             for state in ("none", "inout"):
                 kw = dict(A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu)
                 if state == "inout":
                     kw.update(initial_state=h0, output_final_state=True)
-                for spp in (1, SPP):
+                for spp in (1,) + SPPS:
                     api.FORCE_SPP = spp
                     o, ht = kda_tile.kda_prefill(q, k, v, g, beta, **kw)
                     torch.cuda.synchronize()
                     if state == "inout":
-                        row[f"err_o_spp{spp}"] = rel_err(o, ref[0])
-                        row[f"err_ht_spp{spp}"] = rel_err(ht, ref[1])
+                        row[f"err_o_spp{spp}"] = rel_err(o[:, :tm], ref[0])
+                        row[f"err_ht_spp{spp}"] = rel_err(ht[:m], ref[1])
                     row[f"{state}_spp{spp}_ms"] = do_bench(lambda: kda_tile.kda_prefill(q, k, v, g, beta, **kw),
                                                            warmup=5, rep=40, return_mode="median")
                 api.FORCE_SPP = None
-                row[f"{state}_ratio"] = row[f"{state}_spp{SPP}_ms"] / row[f"{state}_spp1_ms"]
+                for spp in SPPS:
+                    row[f"{state}_ratio{spp}"] = row[f"{state}_spp{spp}_ms"] / row[f"{state}_spp1_ms"]
         rows.append(row)
         print(json.dumps(row), flush=True)
         del q, k, v, g, d, ref
@@ -81,13 +90,14 @@ def main():
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).parent / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "spp_api.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
-    print(f"{'shape':20s} {'rule':>4s} {'none 1':>8s} {'none 4':>8s} {'ratio':>6s} {'inout 1':>8s} {'inout 4':>8s} "
-          f"{'ratio':>6s} {'err o 4':>8s} {'err ht 4':>8s}")
+    cols = [f"{st} {spp}" for st in ("none", "inout") for spp in (1,) + SPPS]
+    print(f"{'shape':20s} {'rule':>4s} " + " ".join(f"{c:>8s}" for c in cols) + "  ratios (none, inout)   err o (each spp)")
     for r in rows:
-        print(f"{r['shape']:20s} {r['rule_spp']:>4d} {r['none_spp1_ms']:8.3f} {r[f'none_spp{SPP}_ms']:8.3f} "
-              f"{r['none_ratio']:6.3f} {r['inout_spp1_ms']:8.3f} {r[f'inout_spp{SPP}_ms']:8.3f} {r['inout_ratio']:6.3f} "
-              f"{r[f'err_o_spp{SPP}']:8.2e} {r[f'err_ht_spp{SPP}']:8.2e}")
-
+        ms = [r[f"{st}_spp{spp}_ms"] for st in ("none", "inout") for spp in (1,) + SPPS]
+        ratios = [r[f"{st}_ratio{spp}"] for st in ("none", "inout") for spp in SPPS]
+        errs = [r[f"err_o_spp{spp}"] for spp in (1,) + SPPS]
+        print(f"{r['shape']:20s} {r['rule_spp']:>4d} " + " ".join(f"{x:8.3f}" for x in ms) + "  "
+              + " ".join(f"{x:.3f}" for x in ratios) + "  " + " ".join(f"{x:.2e}" for x in errs))
 
 if __name__ == "__main__":
     main()

@@ -71,20 +71,25 @@ def use_chunk32(N: int, T: int, HV: int) -> bool:
 
 
 # K2 over SPP sequences a program (K2Config.seqs_per_program; issue 9's many short sequences).
-# Round 24c (K2 alone, 16 tokens, H32, JIT): spp4 -9% at 256 x 512 and 2048 x 64, -39% at 8192 x 16;
-# +4 to +12% at one sequence and at H64 8 x 1024 / H96 16 x 1024 (192-768 spp4 programs). So: short
-# sequences, and at least SPP_MIN_PROGRAMS programs after the grouping (four waves of two chains on
-# 132 SMs), which leaves the measured losses out (bench/NOTES.md, sessions 25 and 26).
+# kda_prefill, spp4 against spp1 without state (rounds 26a/26b; bench/NOTES.md, session 26): H32
+# 8192x16 0.75, 2048x64 0.95, 256x512 0.96, H8 4096x32 0.84, H1 4096x32 0.89, H2 2112x64 0.97; slower
+# at H32 132x512 (1.03-1.04: 2112 programs of 512-token sequences), H96 16x1024 and H64 8x1024
+# (1.05), and at one sequence (round 24c, +4 to +12%). So: sequences of at most 128 tokens on
+# average and 1056 programs after the grouping (four waves of two chains on 132 SMs), or of at most
+# 512 and 4096 programs.
 SPP = 4
 SPP_MAX_MEAN_TOKENS = 512
-SPP_MIN_PROGRAMS = 4 * 2 * 132
+SPP_SHORT_MEAN_TOKENS = 128
+SPP_MIN_PROGRAMS = (1056, 4096)   # (short sequences, longer ones)
 
 
 def use_spp(N: int, T: int, HV: int) -> int:
     """Sequences a K2 program walks for N packed sequences of T tokens in all and HV value heads
     (16-token chunks, unsplit): SPP or 1."""
-    many = T // N <= SPP_MAX_MEAN_TOKENS and (N + SPP - 1) // SPP * HV * 2 >= SPP_MIN_PROGRAMS
-    return SPP if many else 1
+    mean = T // N
+    programs = (N + SPP - 1) // SPP * HV * 2
+    need = SPP_MIN_PROGRAMS[0] if mean <= SPP_SHORT_MEAN_TOKENS else SPP_MIN_PROGRAMS[1]
+    return SPP if mean <= SPP_MAX_MEAN_TOKENS and programs >= need else 1
 
 
 def split_plan_exprs(chunk: int = CHUNK) -> tuple:

@@ -106,13 +106,16 @@ def test_short_calls_skip_both_shape_rules_and_obey_force_chunk(recorder, monkey
         monkeypatch.setattr(api, "FORCE_CHUNK", None)
 
 
-def test_spp_rule_follows_round_24c():
-    # K2 over four sequences a program: faster at H32 256 x 512, 2048 x 64, 8192 x 16; slower at one
+def test_spp_rule_follows_the_measurements():
+    # K2 over four sequences a program through kda_prefill (rounds 26a/26b): faster at H32 256 x 512,
+    # 2048 x 64, 8192 x 16, H8 4096 x 32, H1 4096 x 32, H2 2112 x 64; slower at H32 132 x 512, at one
     # sequence and at H64 8 x 1024 / H96 16 x 1024 (bench/NOTES.md, sessions 25 and 26)
     from kda_kernels import configs
-    for N in (256, 2048, 8192):
-        assert configs.use_spp(N, 131072, 32) == configs.SPP
-    for N, T, HV in ((1, 8192, 96), (8, 8192, 64), (16, 16384, 96), (1, 65536, 8), (1, 32768, 32), (64, 65536, 32)):
+    for N, T, HV in ((256, 131072, 32), (2048, 131072, 32), (8192, 131072, 32), (4096, 131072, 8),
+                     (4096, 131072, 1), (2112, 135168, 2)):
+        assert configs.use_spp(N, T, HV) == configs.SPP, (N, T, HV)
+    for N, T, HV in ((132, 67584, 32), (1, 8192, 96), (8, 8192, 64), (16, 16384, 96), (1, 65536, 8),
+                     (1, 32768, 32), (64, 65536, 32)):
         assert configs.use_spp(N, T, HV) == 1, (N, T, HV)
 
 
@@ -130,7 +133,7 @@ def test_many_short_sequences_take_the_spp_builds(monkeypatch, varlen):
         return call
     monkeypatch.setattr(api, "_entry", fake_entry)
     monkeypatch.setattr(api, "_ENTRIES", {})
-    n = 4 * configs.SPP_MIN_PROGRAMS // 2
+    n = 4 * configs.SPP_MIN_PROGRAMS[0] // 2
     for fast, h0, ht in itertools.product([False, True], [None, torch.float32, torch.bfloat16], [False, True]):
         x, kw = _inputs(n, 1, varlen, h0)
         o, _ = api.kda_prefill(x, x, x, x, x[..., 0], output_final_state=ht, fast_math=fast, **kw)

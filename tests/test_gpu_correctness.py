@@ -195,21 +195,30 @@ def test_many_sequences(N, H, most):
     lens[torch.randint(0, 8, (N,), generator=gen) == 0] = 0
     cu = torch.cat([torch.zeros(1, dtype=torch.int64), lens.cumsum(0)]).cuda()
     inp = _inputs(1, int(lens.sum()), H, cu=cu, seed=N * H)
-    _run_modes(f"many sequences N={N} H={H}", inp, cu, modes=[0, 4, 5], spp=4)
+    _run_modes(f"many sequences N={N} H={H}", inp, cu, modes=[0, 4, 5], spp=_api_spp(N, int(lens.sum()), H))
 
 
-@pytest.mark.parametrize("lens", [[1], [1, 0, 16, 1, 33], [0, 5, 0], [15, 1, 17, 0, 0, 64, 3], [700, 1, 0, 300, 2]],
-                         ids=str)
-def test_spp_forced(lens, monkeypatch):
-    """K2 over four sequences a program (configs.use_spp) forced on small ragged batches, every
+def _api_spp(N, T, H):
+    """The rule's choice, asserted to group the sequences at all."""
+    from kda_kernels import configs
+    spp = configs.use_spp(N, T, H)
+    assert spp > 1, (N, T, H)
+    return spp
+
+
+@pytest.mark.parametrize("spp", [4, 8])
+@pytest.mark.parametrize("lens", [[1], [1, 0, 16, 1, 33], [0, 5, 0], [15, 1, 17, 0, 0, 64, 3], [700, 1, 0, 300, 2],
+                                  [3, 0, 0, 40, 16, 17, 1, 0, 90, 5, 33]], ids=str)
+def test_spp_forced(lens, spp, monkeypatch):
+    """K2 over `spp` sequences a program (configs.use_spp) forced on small ragged batches, every
     state mode: the last program's group is partial, empty and one-token sequences inside a group."""
     from kda_tile import api
-    monkeypatch.setattr(api, "FORCE_SPP", 4)
+    monkeypatch.setattr(api, "FORCE_SPP", spp)
     cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
     inp = _inputs(1, sum(lens), 3, cu=cu, seed=37 + sum(lens))
-    _run_modes(f"spp forced varlen {lens} H=3", inp, cu, spp=4)
-    inp = _inputs(5, 77, 2, seed=41)
-    _run_modes("spp forced fixed B=5 T=77 H=2", inp, None, spp=4)
+    _run_modes(f"spp{spp} forced varlen {lens} H=3", inp, cu, spp=spp)
+    inp = _inputs(11, 77, 2, seed=41)
+    _run_modes(f"spp{spp} forced fixed B=11 T=77 H=2", inp, None, spp=spp)
 
 
 # The sequence split (issue 9): chosen by the API's rule at these shapes (asserted), fixed and
