@@ -39,6 +39,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26a # session 26: K2 over four sequences a program released for many short sequences: build, its GPU tests, spp_api (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26b # session 26: the GPU matrix as the rule picks, stage times (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round26e # session 26: spp8 release: build, GPU matrix (rule), spp_api 1/4/8 (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26d # session 26: ncu counters of the spp4 K2 through kda_prefill (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26c # session 26: the FlashQLA cut's fused probes, issue 9's many-sequence rows with cuDNN, out= host time beside its floor (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round25a # slot_guess release: build, GPU matrix (rule), stage times (~6 min)
@@ -547,6 +548,17 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     BENCH_LIBS=kda_tile,cudnn_fe timeout 180 python bench/scaling.py --only long --out "$OUT/scaling-long" \
       > "$OUT/scaling-long.log" 2>&1
     echo "long, state inout"; grep -E "^\| H" "$OUT/scaling-long.log" | cut -c1-160 ;;
+  round26e)
+    # session 26: eight sequences a program released beside four: build, the GPU matrix as the rule
+    # picks (spp4 and spp8 forced on ragged batches, the rule at thousands of sequences), spp_api
+    # with one, four and eight
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    matrix_runs 240 rule
+    timeout 300 python bench/spp_api.py > "$OUT/spp_api.log" 2>&1
+    grep -E "Error|error" "$OUT/spp_api.log" | head -3; grep -v '^{' "$OUT/spp_api.log" | tail -12
+    timeout 60 python bench/host_interleaved.py --decode --blocks 30 > "$OUT/host_interleaved_decode.log" 2>&1
+    tail -3 "$OUT/host_interleaved_decode.log"
+    timeout 60 python bench/host_interleaved.py --blocks 30 > "$OUT/host_interleaved.log" 2>&1; tail -3 "$OUT/host_interleaved.log" ;;
   round26d)
     # session 26: ncu counters of the released spp4 K2 (and its K1) through kda_prefill at H32 2048x64 and 8192x16
     for L in 64 16; do

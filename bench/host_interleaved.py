@@ -1,7 +1,10 @@
 """Host time of kda_prefill(out=o) beside its floor, interleaved so that a slow host phase shows in
 both (issue 11; session 22, prepared, not run).
 
-Run on the H200:  python bench/host_interleaved.py [--blocks 40] [--calls 200]
+Run on the H200:  python bench/host_interleaved.py [--blocks 40] [--calls 200] [--decode]
+
+--decode times kda_decode instead (issue 12: one decode step at N = 1, H32, fp32 pool of 2 rows,
+fresh o) beside the same floor, and writes host-interleaved-decode.json.
 
 The floor is what any host entry of this call pays: one Python call into a TVM-FFI function that
 takes the same eight tensors (q, k, v, g, beta, A_log, dt_bias, o) and launches a two-node graph
@@ -108,29 +111,47 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--blocks", type=int, default=40)
     ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--decode", action="store_true")
     args = ap.parse_args()
-    x = random_inputs(1, 64, 1, device="cuda", seed=2)
-    a = [x[n] for n in ("q", "k", "v", "g", "beta")]
-    o = torch.empty_like(x["v"])
     floor_call = build_floor()
-    ours = lambda: kda_prefill(*a, A_log=x["A_log"], dt_bias=x["dt_bias"], out=o)  # noqa: E731
-    floor = lambda: floor_call(*a, x["A_log"], x["dt_bias"], o)  # noqa: E731
-    ref = kda_prefill(*a, A_log=x["A_log"], dt_bias=x["dt_bias"])[0]
-    o.fill_(float("nan"))
-    ours()
-    torch.cuda.synchronize()
-    assert torch.equal(o, ref), "out= disagrees with the fresh-output call"
+    if args.decode:
+        import kda_tile
+        gen = torch.Generator(device="cuda").manual_seed(3)
+        rn = lambda *sh: torch.randn(*sh, generator=gen, device="cuda").to(torch.bfloat16)  # noqa: E731
+        a = [rn(1, 32, 128) for _ in range(4)] + [rn(1, 32)]
+        kw = dict(A_log=torch.rand(32, device="cuda", generator=gen) * 2.7,
+                  dt_bias=torch.randn(32, 128, device="cuda", generator=gen) * 0.5,
+                  state_pool=torch.randn(2, 32, 128, 128, device="cuda", generator=gen) * 0.5,
+                  state_indices=torch.tensor([1], device="cuda"))
+        o = torch.empty_like(a[2])
+        ours = lambda: kda_tile.kda_decode(*a, **kw)  # noqa: E731
+        floor = lambda: floor_call(*a, kw["A_log"], kw["dt_bias"], kw["state_pool"])  # noqa: E731
+        call, name = "kda_decode, N=1, H32, fp32 pool", "host-interleaved-decode.json"
+        ours()
+        torch.cuda.synchronize()
+    else:
+        x = random_inputs(1, 64, 1, device="cuda", seed=2)
+        a = [x[n] for n in ("q", "k", "v", "g", "beta")]
+        o = torch.empty_like(x["v"])
+        ours = lambda: kda_prefill(*a, A_log=x["A_log"], dt_bias=x["dt_bias"], out=o)  # noqa: E731
+        floor = lambda: floor_call(*a, x["A_log"], x["dt_bias"], o)  # noqa: E731
+        call, name = "kda_prefill(out=o), T=64, H=1", "host-interleaved.json"
+        ref = kda_prefill(*a, A_log=x["A_log"], dt_bias=x["dt_bias"])[0]
+        o.fill_(float("nan"))
+        ours()
+        torch.cuda.synchronize()
+        assert torch.equal(o, ref), "out= disagrees with the fresh-output call"
     ob, fb = [], []
     with torch.inference_mode():
         for _ in range(args.blocks):
             ob.append(time_calls(ours, args.calls, 20)["median_us"])
             fb.append(time_calls(floor, args.calls, 20)["median_us"])
-    r = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, call="kda_prefill(out=o), T=64, H=1",
+    r = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, call=call,
              blocks=args.blocks, calls=args.calls, **summarize(ob, fb))
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).resolve().parent / "results"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "host-interleaved.json").write_text(json.dumps(r, indent=1))
-    print(f"{'kda_prefill(out=o) T=64 H=1':30s} {r['ours_us']:7.2f} us (median of {args.blocks} block medians)")
+    (out / name).write_text(json.dumps(r, indent=1))
+    print(f"{call:30s} {r['ours_us']:7.2f} us (median of {args.blocks} block medians)")
     print(f"{'floor (FFI, 8 tensors, graph)':30s} {r['floor_us']:7.2f} us")
     print(f"{'above the floor':30s} {r['above_floor_us']:7.2f} us (median of the pairs' differences)")
 

@@ -77,19 +77,27 @@ def use_chunk32(N: int, T: int, HV: int) -> bool:
 # (1.05), and at one sequence (round 24c, +4 to +12%). So: sequences of at most 128 tokens on
 # average and 1056 programs after the grouping (four waves of two chains on 132 SMs), or of at most
 # 512 and 4096 programs.
+# Eight sequences a program (round 26c, K2 alone, JIT, no state): against four, H32 8192x16 2.913 ->
+# 2.556 ms, 256x512 2.141 -> 1.938, 2048x64 2.323 -> 2.331; taken where four are and eight still
+# leave SPP8_MIN_PROGRAMS programs (first rule, before its kda_prefill rows).
 SPP = 4
+SPPS = (4, 8)
 SPP_MAX_MEAN_TOKENS = 512
 SPP_SHORT_MEAN_TOKENS = 128
 SPP_MIN_PROGRAMS = (1056, 4096)   # (short sequences, longer ones)
+SPP8_MIN_PROGRAMS = 2048
+SPP8_RLIMIT = 100_000_000
 
 
 def use_spp(N: int, T: int, HV: int) -> int:
     """Sequences a K2 program walks for N packed sequences of T tokens in all and HV value heads
-    (16-token chunks, unsplit): SPP or 1."""
+    (16-token chunks, unsplit): 8, 4 or 1."""
     mean = T // N
     programs = (N + SPP - 1) // SPP * HV * 2
     need = SPP_MIN_PROGRAMS[0] if mean <= SPP_SHORT_MEAN_TOKENS else SPP_MIN_PROGRAMS[1]
-    return SPP if mean <= SPP_MAX_MEAN_TOKENS and programs >= need else 1
+    if mean > SPP_MAX_MEAN_TOKENS or programs < need:
+        return 1
+    return 8 if (N + 7) // 8 * HV * 2 >= SPP8_MIN_PROGRAMS else SPP
 
 
 def split_plan_exprs(chunk: int = CHUNK) -> tuple:
@@ -296,9 +304,14 @@ class K2Config(StateIO):
     # Sequences a program walks (issue 9's many short sequences; varlen, mode "full"): one program
     # per SPP consecutive sequences of a head block, the ring running across them (slot and parity
     # from one chunk counter a role), so the ring's fill and the program's launch are paid once
-    # per SPP sequences, not per sequence. Not yet measured; verify 2.13.0 proves SPP = 4 (~55 s),
-    # not yet 16 (three race queries UNKNOWN; bench/NOTES.md, session 25).
+    # per SPP sequences, not per sequence (released: 4 and 8, configs.use_spp). verify 2.13.0
+    # proves 4 at the default limit, 8 with verify_rlimit, not yet 16 (three race queries
+    # UNKNOWN; bench/NOTES.md, sessions 25 and 26).
     seqs_per_program: int = 1
+    # Z3 units a verify query of this build may take where the default (verify.solver.RLIMIT) is
+    # too little; a proof under any limit is a proof. 8 sequences a program: one race query of the
+    # loader's ring slots takes 38.8 M (session 26).
+    verify_rlimit: int = 0
     # Pass A with u0_in_k2: its identity-row programs (the K rows that carry M, where U0 = 0) load
     # no v and no Ab and leave out U0's product, which they only multiplied by zero. Pass A's DRAM
     # bytes -13%, its time -0.4 to -3%: it is bound by its chains (bench/NOTES.md, session 21).

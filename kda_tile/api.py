@@ -69,8 +69,8 @@ FORCE_CHUNK = {"16": 16, "32": 32}.get(os.environ.get("KDA_TILE_CHUNK", ""))
 
 def spp_for(q, v, cu_seqlens) -> int:
     """Sequences a K2 program walks in an unsplit 16-token call: configs.use_spp from the shapes
-    alone (no sync). FORCE_SPP (1 or configs.SPP; KDA_TILE_SPP at import) forces it. Malformed
-    arguments give 1."""
+    alone (no sync). FORCE_SPP (1 or one of configs.SPPS; KDA_TILE_SPP at import) forces it.
+    Malformed arguments give 1."""
     if FORCE_SPP is not None:
         return FORCE_SPP
     return _by_shape(q, v, cu_seqlens, _SPP, _configs.use_spp, 1)
@@ -78,7 +78,7 @@ def spp_for(q, v, cu_seqlens) -> int:
 
 # (N, T, HV) -> spp_for's answer
 _SPP: dict = {}
-FORCE_SPP = {"1": 1, str(_configs.SPP): _configs.SPP}.get(os.environ.get("KDA_TILE_SPP", ""))
+FORCE_SPP = {str(n): n for n in (1,) + _configs.SPPS}.get(os.environ.get("KDA_TILE_SPP", ""))
 
 
 def use_split(q, v, cu_seqlens) -> bool:

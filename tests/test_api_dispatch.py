@@ -110,10 +110,12 @@ def test_spp_rule_follows_the_measurements():
     # K2 over four sequences a program through kda_prefill (rounds 26a/26b): faster at H32 256 x 512,
     # 2048 x 64, 8192 x 16, H8 4096 x 32, H1 4096 x 32, H2 2112 x 64; slower at H32 132 x 512, at one
     # sequence and at H64 8 x 1024 / H96 16 x 1024 (bench/NOTES.md, sessions 25 and 26)
+    # Eight a program where eight still leave 2048 programs (round 26c: faster than four at H32
+    # 8192 x 16 and 256 x 512, equal at 2048 x 64).
     from kda_kernels import configs
-    for N, T, HV in ((256, 131072, 32), (2048, 131072, 32), (8192, 131072, 32), (4096, 131072, 8),
-                     (4096, 131072, 1), (2112, 135168, 2)):
-        assert configs.use_spp(N, T, HV) == configs.SPP, (N, T, HV)
+    for N, T, HV, want in ((256, 131072, 32, 8), (2048, 131072, 32, 8), (8192, 131072, 32, 8), (4096, 131072, 8, 8),
+                           (4096, 131072, 1, 4), (2112, 135168, 2, 4)):
+        assert configs.use_spp(N, T, HV) == want, (N, T, HV)
     for N, T, HV in ((132, 67584, 32), (1, 8192, 96), (8, 8192, 64), (16, 16384, 96), (1, 65536, 8),
                      (1, 32768, 32), (64, 65536, 32)):
         assert configs.use_spp(N, T, HV) == 1, (N, T, HV)
@@ -142,7 +144,7 @@ def test_many_short_sequences_take_the_spp_builds(monkeypatch, varlen):
         want = api.select_builds(varlen=True, fast_math=fast,
                                  initial_state_dtype=None if h0 is None else api._STATE_DTYPES[h0],
                                  output_final_state=ht, spp=configs.SPP)
-        assert (k1, k2) == want and k2.config.seqs_per_program == configs.SPP
+        assert (k1, k2) == want and k2.config.seqs_per_program == configs.SPP == configs.use_spp(n, 3 * n, 1)
     # one sequence fewer than the rule needs: one sequence a program
     x, kw = _inputs(n - 4, 1, varlen, None)
     api.kda_prefill(x, x, x, x, x[..., 0], **kw)
@@ -154,6 +156,7 @@ def test_force_spp_reaches_short_calls(recorder, monkeypatch):
     x, kw = _inputs(3, 2, True, torch.float32, 5)
     api.kda_prefill(x, x, x, x, x[..., 0], **kw)
     assert recorder[-1][1].config.seqs_per_program == 1
-    monkeypatch.setattr(api, "FORCE_SPP", configs.SPP)
-    api.kda_prefill(x, x, x, x, x[..., 0], **kw)
-    assert recorder[-1][1].config.seqs_per_program == configs.SPP
+    for spp in configs.SPPS:
+        monkeypatch.setattr(api, "FORCE_SPP", spp)
+        api.kda_prefill(x, x, x, x, x[..., 0], **kw)
+        assert recorder[-1][1].config.seqs_per_program == spp

@@ -75,14 +75,19 @@ def _summary(reports, wall, jobs) -> str:
     queries = sum(s.get("queries", 0) for s in st)
     cached = sum(s.get("cached", 0) for s in st)
     rmax = max((s.get("rlimit_max_query", 0) for s in st), default=0)
+    # the largest query among the kernels held to the default limit, and among those with their own
+    own = [s for s in st if s.get("rlimit_limit", solver.DEFAULT_RLIMIT) != solver.DEFAULT_RLIMIT]
+    own_ids = {id(s) for s in own}
+    rdef = max((s.get("rlimit_max_query", 0) for s in st if id(s) not in own_ids), default=0)
     slowest = max(reports, key=lambda r: r.lower_seconds + r.verify_seconds, default=None)
     verdicts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
     lines = [f"{n_ok}/{len(reports)} kernels proved ({verdicts}) in {wall:.1f} s wall on {jobs} processes "
              f"(lowering {lower_s:.1f} s, checks {check_s:.1f} s; verifier {VERSION})"]
     if slowest is not None:
         lines.append(f"slowest kernel {slowest.name} {slowest.lower_seconds + slowest.verify_seconds:.1f} s; "
-                     f"{queries} solver queries ({cached} from the memo); largest query {rmax} Z3 resource units "
-                     f"of the {solver.DEFAULT_RLIMIT or 'unlimited'} allowed (KDA_VERIFY_RLIMIT)")
+                     f"{queries} solver queries ({cached} from the memo); largest query {rdef} Z3 resource units "
+                     f"of the {solver.DEFAULT_RLIMIT or 'unlimited'} allowed (KDA_VERIFY_RLIMIT)"
+                     + (f"; {rmax} in the {len(own)} kernels with their own limit" if own else ""))
     return "\n".join(lines)
 
 

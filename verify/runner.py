@@ -76,7 +76,7 @@ def verify_lowered(lowered, job: Job, report: KernelReport) -> KernelReport:
         "unknown": solver.stats["unknown"] - before["unknown"],
         "rlimit": solver.stats["rlimit"] - before["rlimit"],
         "rlimit_max_query": solver.stats["rlimit_max"],
-        "rlimit_limit": solver.DEFAULT_RLIMIT,
+        "rlimit_limit": rlimit,
         "solver_seconds": round(solver.stats["seconds"] - before["seconds"], 2),
     }
     solver.stats["rlimit_max"] = max(before["rlimit_max"], solver.stats["rlimit_max"])
