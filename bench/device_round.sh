@@ -40,6 +40,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26a # session 26: K2 over four sequences a program released for many short sequences: build, its GPU tests, spp_api (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26b # session 26: the GPU matrix as the rule picks, stage times (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26e # session 26: spp8 release: build, GPU matrix (rule), spp_api 1/4/8 (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round26f # session 26: decode and prefill host times beside their floor (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26d # session 26: ncu counters of the spp4 K2 through kda_prefill (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26c # session 26: the FlashQLA cut's fused probes, issue 9's many-sequence rows with cuDNN, out= host time beside its floor (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round25a # slot_guess release: build, GPU matrix (rule), stage times (~6 min)
@@ -559,6 +560,13 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     timeout 60 python bench/host_interleaved.py --decode --blocks 30 > "$OUT/host_interleaved_decode.log" 2>&1
     tail -3 "$OUT/host_interleaved_decode.log"
     timeout 60 python bench/host_interleaved.py --blocks 30 > "$OUT/host_interleaved.log" 2>&1; tail -3 "$OUT/host_interleaved.log" ;;
+  round26f)
+    # session 26: host times beside their floor, interleaved: kda_decode (fresh o and out=) and kda_prefill(out=o)
+    timeout 80 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    for a in "--decode" "--decode --out" ""; do
+      timeout 60 python bench/host_interleaved.py $a --blocks 30 > "$OUT/host_interleaved$(echo $a | tr -d ' -').log" 2>&1
+      tail -3 "$OUT/host_interleaved$(echo $a | tr -d ' -').log"
+    done ;;
   round26d)
     # session 26: ncu counters of the released spp4 K2 (and its K1) through kda_prefill at H32 2048x64 and 8192x16
     for L in 64 16; do

@@ -4,7 +4,8 @@ both (issue 11; session 22, prepared, not run).
 Run on the H200:  python bench/host_interleaved.py [--blocks 40] [--calls 200] [--decode]
 
 --decode times kda_decode instead (issue 12: one decode step at N = 1, H32, fp32 pool of 2 rows,
-fresh o) beside the same floor, and writes host-interleaved-decode.json.
+fresh o; with --out, the caller's o) beside the same floor, and writes
+host-interleaved-decode[-out].json.
 
 The floor is what any host entry of this call pays: one Python call into a TVM-FFI function that
 takes the same eight tensors (q, k, v, g, beta, A_log, dt_bias, o) and launches a two-node graph
@@ -112,7 +113,9 @@ def main():
     ap.add_argument("--blocks", type=int, default=40)
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--decode", action="store_true")
+    ap.add_argument("--out", action="store_true", help="with --decode: kda_decode(..., out=o)")
     args = ap.parse_args()
+    torch.zeros(1, device="cuda")   # the floor's setup needs a current CUDA context
     floor_call = build_floor()
     if args.decode:
         import kda_tile
@@ -124,9 +127,13 @@ def main():
                   state_pool=torch.randn(2, 32, 128, 128, device="cuda", generator=gen) * 0.5,
                   state_indices=torch.tensor([1], device="cuda"))
         o = torch.empty_like(a[2])
-        ours = lambda: kda_tile.kda_decode(*a, **kw)  # noqa: E731
+        if args.out:
+            ours = lambda: kda_tile.kda_decode(*a, **kw, out=o)  # noqa: E731
+        else:
+            ours = lambda: kda_tile.kda_decode(*a, **kw)  # noqa: E731
         floor = lambda: floor_call(*a, kw["A_log"], kw["dt_bias"], kw["state_pool"])  # noqa: E731
-        call, name = "kda_decode, N=1, H32, fp32 pool", "host-interleaved-decode.json"
+        call = "kda_decode" + ("(out=o)" if args.out else "") + ", N=1, H32, fp32 pool"
+        name = "host-interleaved-decode" + ("-out" if args.out else "") + ".json"
         ours()
         torch.cuda.synchronize()
     else:

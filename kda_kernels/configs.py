@@ -77,15 +77,17 @@ def use_chunk32(N: int, T: int, HV: int) -> bool:
 # (1.05), and at one sequence (round 24c, +4 to +12%). So: sequences of at most 128 tokens on
 # average and 1056 programs after the grouping (four waves of two chains on 132 SMs), or of at most
 # 512 and 4096 programs.
-# Eight sequences a program (round 26c, K2 alone, JIT, no state): against four, H32 8192x16 2.913 ->
-# 2.556 ms, 256x512 2.141 -> 1.938, 2048x64 2.323 -> 2.331; taken where four are and eight still
-# leave SPP8_MIN_PROGRAMS programs (first rule, before its kda_prefill rows).
+# Eight sequences a program against four through kda_prefill without state (round 26e): H32
+# 8192x16 0.749 -> 0.701 of one a program, 256x512 0.951 -> 0.915, ragged 4096 0.887 -> 0.862, H8
+# 4096x32 0.853 -> 0.844, H1 4096x32 (1024 spp8 programs) 0.892 -> 0.879, H2 2112x64 0.966 -> 0.951,
+# 2048x64 equal; so eight wherever the grouping is taken and eight leave SPP8_MIN_PROGRAMS (the
+# fewest measured), four below that.
 SPP = 4
 SPPS = (4, 8)
 SPP_MAX_MEAN_TOKENS = 512
 SPP_SHORT_MEAN_TOKENS = 128
 SPP_MIN_PROGRAMS = (1056, 4096)   # (short sequences, longer ones)
-SPP8_MIN_PROGRAMS = 2048
+SPP8_MIN_PROGRAMS = 1024
 SPP8_RLIMIT = 100_000_000
 
 

@@ -110,11 +110,11 @@ def test_spp_rule_follows_the_measurements():
     # K2 over four sequences a program through kda_prefill (rounds 26a/26b): faster at H32 256 x 512,
     # 2048 x 64, 8192 x 16, H8 4096 x 32, H1 4096 x 32, H2 2112 x 64; slower at H32 132 x 512, at one
     # sequence and at H64 8 x 1024 / H96 16 x 1024 (bench/NOTES.md, sessions 25 and 26)
-    # Eight a program where eight still leave 2048 programs (round 26c: faster than four at H32
-    # 8192 x 16 and 256 x 512, equal at 2048 x 64).
+    # Eight a program where eight still leave 1024 programs (round 26e: faster than four at every
+    # grouped row, equal at 2048 x 64), four below that.
     from kda_kernels import configs
     for N, T, HV, want in ((256, 131072, 32, 8), (2048, 131072, 32, 8), (8192, 131072, 32, 8), (4096, 131072, 8, 8),
-                           (4096, 131072, 1, 4), (2112, 135168, 2, 4)):
+                           (4096, 131072, 1, 8), (2112, 135168, 2, 8), (2112, 6336, 1, 4), (3000, 96000, 1, 4)):
         assert configs.use_spp(N, T, HV) == want, (N, T, HV)
     for N, T, HV in ((132, 67584, 32), (1, 8192, 96), (8, 8192, 64), (16, 16384, 96), (1, 65536, 8),
                      (1, 32768, 32), (64, 65536, 32)):
