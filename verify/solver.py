@@ -17,7 +17,10 @@ from .z3expr import DTYPE_RANGE, BodyNames, reads_memory
 # query of the fixed 16-token K1 with early loads and the lean prologue, 12.1 million under
 # 2.12.0 too; `python -m verify` prints each run's largest). That leaves only ~1.6x headroom
 # (it was ~25x over the 28 builds of 2.2.0); a query over the limit is asked once more presolved
-# (_check). A query that exhausts the limit takes 3-13 s on the 2-core development machine.
+# (_check). Session 26 (60 builds): 14.4 M in one run; in others, with another order of the
+# workers' memo, one query of the K2 over four sequences a program exhausts the limit in its first
+# strategy and proves in the second. The eight-a-program K2 builds take their own limit
+# (K2Config.verify_rlimit; largest query 67 M). A query that exhausts the limit takes 3-13 s on the 2-core development machine.
 # KDA_VERIFY_RLIMIT overrides it (0: no limit).
 RLIMIT_MEASURED = 12_305_648
 RLIMIT = 20_000_000
