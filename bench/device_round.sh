@@ -566,7 +566,12 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     for a in "--decode" "--decode --out" ""; do
       timeout 60 python bench/host_interleaved.py $a --blocks 30 > "$OUT/host_interleaved$(echo $a | tr -d ' -').log" 2>&1
       tail -3 "$OUT/host_interleaved$(echo $a | tr -d ' -').log"
-    done ;;
+    done
+    # what K1's hole programs cost at 16-token sequences: the released varlen K1 against the same
+    # build leaving every odd slot (a hole there) before its slot search (JIT; the probe fails the
+    # float64 check by design)
+    K1_SHAPES="H32 8192x16 cu;H32 2048x64 cu" timeout 150 python bench/k1_round.py 1,64,12,holes,diag,ds,u0k2,el,lp,sg \
+      1,64,12,holes,diag,ds,u0k2,el,lp,sg,p=oddhole > "$OUT/k1_holes.log" 2>&1; tail -5 "$OUT/k1_holes.log" ;;
   round26d)
     # session 26: ncu counters of the released spp4 K2 (and its K1) through kda_prefill at H32 2048x64 and 8192x16
     for L in 64 16; do

@@ -221,7 +221,8 @@ class K1Config:
     slot_guess: bool = False
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
-    # store), v (the v load), inverse, ab (the Wk and U0 products and stores).
+    # store), v (the v load), inverse, ab (the Wk and U0 products and stores), oddhole (a
+    # skip_holes build leaves every odd slot before its search: the holes of 16-token sequences).
     probe: str = ""
 
     @property
