@@ -40,6 +40,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26a # session 26: K2 over four sequences a program released for many short sequences: build, its GPU tests, spp_api (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26b # session 26: the GPU matrix as the rule picks, stage times (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26e # session 26: spp8 release: build, GPU matrix (rule), spp_api 1/4/8 (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round26g # session 26: round26f's K1 holes and decode host rows only (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26f # session 26: decode and prefill host times beside their floor (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26d # session 26: ncu counters of the spp4 K2 through kda_prefill (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26c # session 26: the FlashQLA cut's fused probes, issue 9's many-sequence rows with cuDNN, out= host time beside its floor (~8 min)
@@ -560,6 +561,16 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     timeout 60 python bench/host_interleaved.py --decode --blocks 30 > "$OUT/host_interleaved_decode.log" 2>&1
     tail -3 "$OUT/host_interleaved_decode.log"
     timeout 60 python bench/host_interleaved.py --blocks 30 > "$OUT/host_interleaved.log" 2>&1; tail -3 "$OUT/host_interleaved.log" ;;
+  round26g)
+    # session 26, short form of round26f for the budget's end: K1's holes first (JIT, no build),
+    # then decode host time with out= and fresh o beside the floor
+    K1_SHAPES="H32 8192x16 cu" timeout 130 python bench/k1_round.py 1,64,12,holes,diag,ds,u0k2,el,lp,sg \
+      1,64,12,holes,diag,ds,u0k2,el,lp,sg,p=oddhole > "$OUT/k1_holes.log" 2>&1; tail -4 "$OUT/k1_holes.log"
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    for a in "--decode --out" "--decode"; do
+      timeout 40 python bench/host_interleaved.py $a --blocks 20 > "$OUT/host_interleaved$(echo $a | tr -d ' -').log" 2>&1
+      tail -3 "$OUT/host_interleaved$(echo $a | tr -d ' -').log"
+    done ;;
   round26f)
     # session 26: host times beside their floor, interleaved: kda_decode (fresh o and out=) and kda_prefill(out=o)
     timeout 80 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
