@@ -249,7 +249,11 @@ def main():
             row[f"{label} ms"] = do_bench(go, warmup=10, rep=100, return_mode="median")
             moved = sum(d[n].numel() * d[n].element_size() for n in ("q", "k", "v", "g", "beta")
                         if n != "v" or "U0" in ws)
-            moved += sum(t.numel() * t.element_size() for t in ws.values())
+            # the workspace's written slots only: hole slots (at most one a sequence) write nothing
+            ch = k1_config(spec, lens is not None).chunk
+            nc = _launch.workspace_slots(B, T, len(lens) if lens else B, lens is not None, ch)
+            real = sum(-(-n // ch) for n in lens) if lens else B * -(-T // ch)
+            moved += sum(t.numel() * t.element_size() for t in ws.values()) * real // nc
             row[f"{label} floor ms"] = moved / 4.27e12 * 1e3
             del ws, d
         rows.append(row)
