@@ -151,10 +151,8 @@ def _slabbed(tokens, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initi
     if final_state_out is not None and not output_final_state:
         raise ValueError("final_state_out: given, but output_final_state is False")
     _out_types(out, final_state_out)
-    split, chunk, spp = _plan(q, v, cu_seqlens)
-    if (split or spp > 1) and cu_seqlens is None:
-        split, chunk, spp = False, chunk_for(q, v, cu_seqlens), 1
-    entry = _gated_entry(*_prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk, spp))
+    entry = _gated_entry(*_prepare(initial_state, output_final_state, cu_seqlens, fast_math,
+                                   *_entry_plan(q, v, cu_seqlens)))
     try:
         entry.validate_only(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
                             o=out, final_state=final_state_out)
@@ -191,6 +189,16 @@ def _plan(q, v, cu_seqlens):
         return True, _configs.SPLIT_CHUNK, 1
     chunk = chunk_for(q, v, cu_seqlens)
     return False, chunk, spp_for(q, v, cu_seqlens) if chunk == 16 else 1
+
+
+def _entry_plan(q, v, cu_seqlens):
+    """_plan for the entry that checks these very arguments: a fixed batch that would take the
+    split or K2 over several sequences is checked by the unsplit one-sequence-a-program entry (the
+    same rules on the [B, T] shapes; the others see it as packed sequences)."""
+    split, chunk, spp = _plan(q, v, cu_seqlens)
+    if (split or spp > 1) and cu_seqlens is None:
+        return False, chunk_for(q, v, cu_seqlens), 1
+    return split, chunk, spp
 
 
 def _gated_entry(*builds):
@@ -247,13 +255,7 @@ def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=No
     """Runs every check kda_prefill runs, launching nothing: the release gate of both builds,
     then the generated entry's argument checks. `device` names the device the tensors must
     share (default: a CUDA device), so the rules can be exercised on the CPU."""
-    # a fixed batch that would take the split or K2 over several sequences is checked by the
-    # unsplit one-sequence-a-program entry (the same rules on the [B, T] shapes; the others see it
-    # as packed sequences)
-    split, chunk, spp = _plan(q, v, cu_seqlens)
-    if (split or spp > 1) and cu_seqlens is None:
-        split, chunk, spp = False, chunk_for(q, v, cu_seqlens), 1
-    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split, chunk, spp)
+    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, *_entry_plan(q, v, cu_seqlens))
     kw = _expect_device(device)
     entry = _gated_entry(*builds)
     return entry.validate_only(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,

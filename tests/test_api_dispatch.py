@@ -11,18 +11,23 @@ from kda_tile import api
 bf = torch.bfloat16
 
 
-@pytest.fixture
-def recorder(monkeypatch):
+def _recording_entry(monkeypatch, result):
+    """Replaces the entry by one that records (K1, K2, argument count) and returns result(args)."""
     calls = []
 
     def fake_entry(k1, k2):
         def call(*a):
             calls.append((k1, k2, len(a)))
-            return "o", None
+            return result(a)
         return call
     monkeypatch.setattr(api, "_entry", fake_entry)
     monkeypatch.setattr(api, "_ENTRIES", {})
     return calls
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    return _recording_entry(monkeypatch, lambda a: ("o", None))
 
 
 def _inputs(n_seqs, H, varlen, h0, L=3):
@@ -126,15 +131,7 @@ def test_many_short_sequences_take_the_spp_builds(monkeypatch, varlen):
     # 2112 sequences of 3 tokens at H = 1: 528 programs of 4 sequences, two value blocks each. A
     # fixed batch goes as packed sequences (the grouped K2 is varlen only), its o viewed back.
     from kda_kernels import configs
-    recorder = []
-
-    def fake_entry(k1, k2):
-        def call(*a):
-            recorder.append((k1, k2, len(a)))
-            return a[2], None
-        return call
-    monkeypatch.setattr(api, "_entry", fake_entry)
-    monkeypatch.setattr(api, "_ENTRIES", {})
+    recorder = _recording_entry(monkeypatch, lambda a: (a[2], None))
     n = 4 * configs.SPP_MIN_PROGRAMS[0] // 2
     for fast, h0, ht in itertools.product([False, True], [None, torch.float32, torch.bfloat16], [False, True]):
         x, kw = _inputs(n, 1, varlen, h0)
