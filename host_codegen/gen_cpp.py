@@ -10,10 +10,14 @@ Exports (TVM-FFI packed functions):
       then K2 on the caller's current stream. flags: bit 0 full validation (cu_seqlens
       contents); bit 2 dry run on CPU tensors (no driver calls); bit 3 return o alone;
       bit 4 record phase timestamps; bit 5 skip the launches; bit 6 fresh workspace (no cache);
-      bits 8, 9 skip K1, K2 (diagnostics); bit 10 rewrite the graph nodes' parameters even when
-      unchanged (diagnostics);
+      bits 8, 9 skip K1, K2 (one kernel alone: kda_tile.slabs' pipeline, diagnostics; a call
+      that skips K1 leaves the workspace unpoisoned, it reads an earlier K1's); bit 10
+      rewrite the graph nodes' parameters even when unchanged (diagnostics);
       bit 7 submit the kernels as one graph launch instead of kernel launches (not while capturing).
       The workspace is kept across calls per (device, stream), except while capturing a graph.
+      An argument after flags, a contiguous 1-D uint8 tensor on the call's device, is the workspace
+      instead (at least the call's workspace bytes + 256; checked): how the slab pipeline of
+      kda_tile.slabs runs one slab's K1 and K2 on two streams.
   validate_only(<same 11>, o, final_state, flags, expect_device_type) -> [shape vars..., lower_bound, scale]
   load_cubins(k1_path, k2_path)
   bench_validate(<same 11>, iters) -> ns per validation, timed inside C++.
@@ -813,7 +817,7 @@ def generate(spec: EntrySpec) -> str:
     L.append(f"  int64_t flags = num_args > {flags_index} ? A[{flags_index}].v_int64 : 0;")
     L.append("  // flags bit 0: full validation; bit 2: dry run on CPU tensors (everything but the driver calls);")
     L.append("  // bit 4: record phase timestamps (last_profile); bit 5: skip both launches; bit 6: fresh workspace;")
-    L.append("  // bit 7: one graph launch for K1+K2; bits 8, 9: skip K1, K2 (diagnostics: one kernel alone).")
+    L.append("  // bit 7: one graph launch for K1+K2; bits 8, 9: skip K1, K2 (one kernel alone).")
     L.append("  const bool dry = (flags & 4) != 0;")
     L.append("  const bool prof = (flags & 16) != 0;")
     L.append("  if (prof) g_prof.n = 0;")
@@ -840,7 +844,7 @@ def generate(spec: EntrySpec) -> str:
 
     # workspace: one allocation, buffers at WS_ALIGN-aligned offsets
     if spec.workspace:
-        _render_workspace(spec, L)
+        _render_workspace(spec, L, flags_index)
     ptr = {w.name: f"p_{w.name}" for w in spec.workspace}
     for p in spec.inputs:
         L.append(f"  void* p_{p.name} = E->t_{p.name} ? data_ptr(E->t_{p.name}) : nullptr;")
@@ -848,22 +852,41 @@ def generate(spec: EntrySpec) -> str:
     return _render_launch(spec, L, ptr, out_names, shape_vars, nk, flags_index)
 
 
-def _render_workspace(spec: EntrySpec, L: list) -> None:
+def _render_workspace(spec: EntrySpec, L: list, flags_index: int) -> None:
     L.append("  int64_t ws_total = 0;")
     for w in spec.workspace:
         numel = " * ".join(f"({_c(s)})" for s in w.shape)
         L.append(f"  const int64_t off_{w.name} = ws_total; ws_total += (({numel}) * {DTYPE_BYTES[w.dtype]} + {WS_ALIGN - 1}) / {WS_ALIGN} * {WS_ALIGN};")
     L.append(f"  // Over-allocated by {WS_ALIGN} bytes so the base can be rounded up whatever the allocator gives.")
     L.append("  const bool capturing = !dry && stream_capturing(stream);")
-    L.append("  const bool fresh_ws = dry || capturing || (flags & 64) != 0;")
-    L.append(f"  ffi::Tensor ws = fresh_ws ? alloc({{ws_total + {WS_ALIGN}}}, DLDataType{{kDLUInt, 8, 1}}, dev)")
-    L.append(f"                           : cached_workspace(dev, stream, ws_total + {WS_ALIGN});")
+    # the argument after flags: a caller's workspace (kda_tile.slabs' pipeline: K1 of one slab and
+    # K2 of another run on two streams, each slab's K1 and K2 on one workspace of the caller's)
+    wi = flags_index + 1
+    L.append(f"  const TVMFFIAny* ws_arg = num_args > {wi} && !is_none(A[{wi}]) ? &A[{wi}] : nullptr;")
+    L.append("  const bool fresh_ws = !ws_arg && (dry || capturing || (flags & 64) != 0);")
+    L.append("  ffi::Optional<ffi::Tensor> ws;")
+    L.append("  uintptr_t ws_raw;")
+    L.append("  if (ws_arg) {")
+    L.append("    const DLTensor* wt = as_dl(*ws_arg);")
+    L.append('    if (!wt) fail("TypeError", std::string("workspace: expected a torch.Tensor or None, got ") + type_name(*ws_arg));')
+    L.append(f"    const int64_t need = ws_total + {WS_ALIGN};")
+    L.append("    if (wt->dtype.code != kDLUInt || wt->dtype.bits != 8 || wt->dtype.lanes != 1 || wt->ndim != 1 ||")
+    L.append("        (wt->strides && wt->strides[0] != 1) || wt->shape[0] < need || !same_device(wt->device, dev))")
+    L.append('      fail("ValueError", "workspace: expected a contiguous 1-D uint8 tensor of at least " + S(need) + " bytes on " +')
+    L.append('           device_str(dev) + ", got " + dtype_name(wt->dtype) + " of " + S(wt->ndim) + " dimensions, " + S(numel(wt)) +')
+    L.append('           " elements on " + device_str(wt->device));')
+    L.append("    ws_raw = reinterpret_cast<uintptr_t>(data_ptr(wt));")
+    L.append("  } else {")
+    L.append(f"    ws = fresh_ws ? alloc({{ws_total + {WS_ALIGN}}}, DLDataType{{kDLUInt, 8, 1}}, dev)")
+    L.append(f"                  : cached_workspace(dev, stream, ws_total + {WS_ALIGN});")
+    L.append("    ws_raw = reinterpret_cast<uintptr_t>(ws.value().GetDLTensorPtr()->data) + ws.value().GetDLTensorPtr()->byte_offset;")
+    L.append("  }")
     L.append("  mark(prof);")
-    L.append("  uintptr_t ws_raw = reinterpret_cast<uintptr_t>(ws.GetDLTensorPtr()->data) + ws.GetDLTensorPtr()->byte_offset;")
     L.append(f"  char* ws_base = reinterpret_cast<char*>((ws_raw + {WS_ALIGN - 1}) / {WS_ALIGN} * {WS_ALIGN});")
     for w in spec.workspace:
         L.append(f"  void* p_{w.name} = ws_base + off_{w.name};")
-    L.append("  if (poison_on) {")
+    # a call that skips K1 (flags bit 8) reads a workspace an earlier call's K1 wrote: not poisoned
+    L.append("  if (poison_on && !(flags & 256)) {")
     for w in spec.workspace:
         code, bits = DL_DTYPE[w.dtype]
         numel = " * ".join(f"({_c(s)})" for s in w.shape)

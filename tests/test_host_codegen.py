@@ -8,6 +8,8 @@ spec the generator read, so a wrong IR reading shows up as a failure.
 import dataclasses
 import math
 
+import re
+
 import pytest
 import torch
 
@@ -658,6 +660,45 @@ def test_cpp_dry_run_allocates_outputs(pair, monkeypatch):
     a["q"] = a["q"].float()
     with pytest.raises(TypeError, match="^q: expected dtype bfloat16, got float32$"):
         e.dry_run(*[a[n] for n in ORDER])
+
+
+@pytest.mark.parametrize("pair", ["varlen_h0f32_ht", "fixed_none"])
+def test_cpp_caller_workspace(pair, monkeypatch):
+    # The argument after flags is the caller's workspace (kda_tile.slabs' pipeline): checked, named
+    # in errors, and the one the call writes (poison fills it, on this dry path).
+    from kda_tile import slabs
+    e = entry(pair, "cpp")
+    a = make_args(pair)
+    pos = [a[n] for n in ORDER]
+    run = e._entry
+    with pytest.raises(ValueError) as info:
+        run(*pos, None, None, 4, torch.zeros(1, dtype=torch.uint8))
+    m = re.match(r"^workspace: expected a contiguous 1-D uint8 tensor of at least (\d+) bytes on cpu, got uint8 of 1 "
+                 r"dimensions, 1 elements on cpu$", str(info.value))
+    assert m, str(info.value)
+    need = int(m.group(1))
+    varlen = PAIRS[pair][1]["varlen"]
+    N = a["cu_seqlens"].numel() - 1 if varlen else a["q"].shape[0]
+    T = a["q"].shape[0] * a["q"].shape[1]
+    formula = slabs.workspace_bytes(N, T, a["v"].shape[2], False, 16, varlen)
+    assert formula + 256 <= need <= formula + 7 * 256   # six buffers rounded up to 256 bytes, and the base
+    with pytest.raises(ValueError, match="^workspace: expected a contiguous 1-D uint8 tensor .* got float32 of 1 "):
+        run(*pos, None, None, 4, torch.zeros(need, dtype=torch.float32))
+    with pytest.raises(ValueError, match="^workspace: .* got uint8 of 2 dimensions"):
+        run(*pos, None, None, 4, torch.zeros(2, need, dtype=torch.uint8))
+    with pytest.raises(ValueError, match="^workspace: .* got uint8 of 1 dimensions"):
+        run(*pos, None, None, 4, torch.zeros(2 * need, dtype=torch.uint8)[::2])
+    with pytest.raises(TypeError, match="^workspace: expected a torch.Tensor or None, got "):
+        run(*pos, None, None, 4, "ws")
+    monkeypatch.setenv("KDA_TILE_POISON", "1")
+    ws = torch.zeros(need, dtype=torch.uint8)
+    o, _ = run(*pos, None, None, 4, ws)
+    assert o.shape == a["v"].shape
+    assert int((ws != 0).sum()) > need // 3   # poisoned in place (an fp16 NaN, 0x7e00, has one zero byte)
+    ws.zero_()
+    run(*pos, None, None, 4 | 256, ws)          # K2 alone reads what an earlier K1 wrote: left as it is
+    assert int((ws != 0).sum()) == 0
+    o, _ = run(*pos, None, None, 4, None)      # None: the entry's own workspace, as before
 
 
 @pytest.mark.parametrize("pair", ["varlen_h0f32_ht", "fixed_none"])
