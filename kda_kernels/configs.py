@@ -91,15 +91,35 @@ SPP8_MIN_PROGRAMS = 1024
 SPP8_RLIMIT = 100_000_000
 
 
+def _programs(N: int, HV: int, spp: int) -> int:
+    """K2's programs for N sequences and HV value heads, spp sequences a program (two 64-row blocks a head)."""
+    return (N + spp - 1) // spp * HV * 2
+
+
 def use_spp(N: int, T: int, HV: int) -> int:
     """Sequences a K2 program walks for N packed sequences of T tokens in all and HV value heads
     (16-token chunks, unsplit): 8, 4 or 1."""
     mean = T // N
-    programs = (N + SPP - 1) // SPP * HV * 2
     need = SPP_MIN_PROGRAMS[0] if mean <= SPP_SHORT_MEAN_TOKENS else SPP_MIN_PROGRAMS[1]
-    if mean > SPP_MAX_MEAN_TOKENS or programs < need:
+    if mean > SPP_MAX_MEAN_TOKENS or _programs(N, HV, SPP) < need:
         return 1
-    return 8 if (N + 7) // 8 * HV * 2 >= SPP8_MIN_PROGRAMS else SPP
+    return 8 if _programs(N, HV, 8) >= SPP8_MIN_PROGRAMS else SPP
+
+
+# The slab pipeline (kda_tile.slabs.run_pipelined; session 27): a one-sequence call whose K2 leaves
+# SMs idle (2 HV chains, 64 of 132 SMs at H32) runs as PIPE_SLABS slabs, K1 of slab j + 1 beside
+# K2 of slab j on two streams. Built and tested on the CPU, not yet timed on the H200: off until
+# round 27a/27b measure it (PIPE_MAX_CHAINS = 0). KDA_TILE_PIPELINE=1 forces it on for the calls
+# it can take (one sequence, unsplit).
+PIPE_MAX_CHAINS = 0
+PIPE_MIN_TOKENS = 4096
+PIPE_SLABS = 8
+
+
+def use_pipeline(N: int, T: int, HV: int) -> bool:
+    """Whether an unsplit call of N packed sequences of T tokens and HV value heads runs as the
+    slab pipeline."""
+    return N == 1 and 2 * HV <= PIPE_MAX_CHAINS and T >= PIPE_MIN_TOKENS
 
 
 def split_plan_exprs(chunk: int = CHUNK) -> tuple:

@@ -124,6 +124,7 @@ def set_workspace_limit(nbytes: Optional[int]) -> None:
         raise ValueError(f"nbytes: expected a positive int or None, got {nbytes!r}")
     WORKSPACE_LIMIT = nbytes
     _SLAB.clear()
+    _PIPE.clear()
 
 
 def _one_sequence_plan(T, HV):
@@ -143,11 +144,10 @@ def _slab_rule(N, T, HV):
     return slabs.slab_tokens(T, HV, WORKSPACE_LIMIT, lambda t: _one_sequence_plan(t, HV))
 
 
-def _slabbed(tokens, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
-             cu_seqlens, fast_math, out, final_state_out):
-    """kda_prefill of one sequence as slabs of `tokens` tokens, once the whole call's arguments pass
-    the checks of the entry it would have taken."""
-    from . import slabs
+def _check_whole(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
+                 cu_seqlens, fast_math, out, final_state_out):
+    """Runs the checks of the entry a one-sequence call would take whole, for the paths that run it
+    in slabs."""
     if final_state_out is not None and not output_final_state:
         raise ValueError("final_state_out: given, but output_final_state is False")
     _out_types(out, final_state_out)
@@ -162,9 +162,76 @@ def _slabbed(tokens, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initi
         _device_types(q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu_seqlens,
                       initial_state=initial_state, out=out, final_state_out=final_state_out)
         raise
+
+
+def _slabbed(tokens, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
+             cu_seqlens, fast_math, out, final_state_out):
+    """kda_prefill of one sequence as slabs of `tokens` tokens, once the whole call's arguments pass
+    the checks of the entry it would have taken."""
+    from . import slabs
+    _check_whole(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
+                 cu_seqlens, fast_math, out, final_state_out)
     return slabs.run(kda_prefill, tokens, q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound,
                      scale=scale, initial_state=initial_state, output_final_state=output_final_state,
                      cu_seqlens=cu_seqlens, fast_math=fast_math, out=out, final_state_out=final_state_out)
+
+
+# The slab pipeline (kda_tile.slabs.run_pipelined): a one-sequence unsplit call that
+# configs.use_pipeline takes (PIPELINE None), or every such call (True; KDA_TILE_PIPELINE=1 at
+# import) or none (False; KDA_TILE_PIPELINE=0). PIPE_SLABS slabs (KDA_TILE_PIPE_SLABS), fewer where
+# a slab would be shorter than slabs.MIN_TOKENS, more where WORKSPACE_LIMIT needs smaller ones.
+PIPELINE = {"1": True, "0": False}.get(os.environ.get("KDA_TILE_PIPELINE", ""))
+PIPE_SLABS = int(os.environ.get("KDA_TILE_PIPE_SLABS", "0")) or _configs.PIPE_SLABS
+# (N, T, HV) -> the pipeline's slab tokens (0: not pipelined)
+_PIPE: dict = {}
+
+
+def _pipe_rule(N, T, HV):
+    from . import slabs
+    if N != 1:
+        return 0
+    split, chunk = _one_sequence_plan(T, HV)
+    if split or not (PIPELINE if PIPELINE is not None else _configs.use_pipeline(N, T, HV)):
+        return 0
+    n = PIPE_SLABS
+    while True:
+        tokens = -(-T // n)
+        tokens = max(slabs.MIN_TOKENS, -(-tokens // slabs.ALIGN) * slabs.ALIGN)
+        if tokens >= T:
+            return 0
+        fits = WORKSPACE_LIMIT is None or slabs.pipeline_workspace_bytes(tokens, HV, chunk, True) <= WORKSPACE_LIMIT
+        if fits or tokens == slabs.MIN_TOKENS:
+            return tokens
+        n += 1
+
+
+def set_pipeline(on: Optional[bool]) -> None:
+    """The slab pipeline for every one-sequence unsplit call it can take (True), none (False), or
+    as configs.use_pipeline says (None)."""
+    global PIPELINE
+    if on is not None and on is not True and on is not False:
+        raise TypeError(f"on: expected True, False or None, got {on!r}")
+    PIPELINE = on
+    _PIPE.clear()
+
+
+def _pipelined(tokens, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
+               cu_seqlens, fast_math, out, final_state_out):
+    """kda_prefill of one sequence as the slab pipeline, once the whole call's arguments pass the
+    checks of the entry it would have taken."""
+    from . import slabs
+    _check_whole(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
+                 cu_seqlens, fast_math, out, final_state_out)
+    _, chunk = _one_sequence_plan(q.shape[1], v.shape[2])
+
+    def raw_for(h0, want):
+        key = _dispatch_key(cu_seqlens, h0, want, bool(fast_math), False, chunk, 1)
+        hit = _RAW.get(key)
+        return (hit or _raw_for(h0, want, cu_seqlens, fast_math, False, chunk))[0]
+    return slabs.run_pipelined(raw_for, tokens, chunk, q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias,
+                               lower_bound=lower_bound, scale=scale, initial_state=initial_state,
+                               output_final_state=output_final_state, cu_seqlens=cu_seqlens, out=out,
+                               final_state_out=final_state_out)
 
 
 def _renamed_outputs(e):
@@ -309,6 +376,11 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
         split, chunk, spp = False, 16, 1
     else:
         split, chunk, spp = _plan(q, v, cu_seqlens)
+        if PIPELINE is not False and not split:
+            tokens = _by_shape(q, v, cu_seqlens, _PIPE, _pipe_rule, 0)
+            if tokens:
+                return _pipelined(tokens, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state,
+                                  output_final_state, cu_seqlens, fast_math, out, final_state_out)
         if WORKSPACE_LIMIT is not None:
             tokens = _by_shape(q, v, cu_seqlens, _SLAB, _slab_rule, 0)
             if tokens:

@@ -79,11 +79,9 @@ def _cu(n: int, device):
     return cu
 
 
-def run(call, tokens, q, k, v, g, beta, *, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
-        cu_seqlens, fast_math, out, final_state_out):
-    """A one-sequence call (arguments already checked) as slabs of `tokens` tokens, each through
-    call(...) with kda_prefill's keywords and caller outputs. Returns (o, final state or None)."""
-    T, HV = q.shape[1], v.shape[2]
+def _outputs(q, v, initial_state, output_final_state, out, final_state_out):
+    """(o, the two fp32 carry states, the final state or None, the first slab's initial state)."""
+    HV = v.shape[2]
     dev = q.device
     o = out if out is not None else torch.empty(v.shape, dtype=torch.bfloat16, device=dev)
     carry = torch.empty((2, 1, HV, V, K), dtype=torch.float32, device=dev)
@@ -101,6 +99,11 @@ def run(call, tokens, q, k, v, g, beta, *, A_log, dt_bias, lower_bound, scale, i
     cur = initial_state
     if initial_state is not None and initial_state.dtype != torch.float32:
         cur = carry[1].copy_(initial_state)      # the state crosses slabs in fp32
+    return o, carry, ht, cur
+
+
+def _slabs(T, tokens, output_final_state, ht, carry):
+    """(j, start, end, wants a final state, its destination) of each slab."""
     for j, s in enumerate(range(0, T, tokens)):
         e = min(T, s + tokens)
         last = e == T
@@ -108,11 +111,91 @@ def run(call, tokens, q, k, v, g, beta, *, A_log, dt_bias, lower_bound, scale, i
         dst = None
         if want:
             dst = ht if last and ht.dtype == torch.float32 else carry[j % 2]
+        yield j, s, e, want, dst
+
+
+def run(call, tokens, q, k, v, g, beta, *, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
+        cu_seqlens, fast_math, out, final_state_out):
+    """A one-sequence call (arguments already checked) as slabs of `tokens` tokens, each through
+    call(...) with kda_prefill's keywords and caller outputs. Returns (o, final state or None)."""
+    T = q.shape[1]
+    dev = q.device
+    o, carry, ht, cur = _outputs(q, v, initial_state, output_final_state, out, final_state_out)
+    for j, s, e, want, dst in _slabs(T, tokens, output_final_state, ht, carry):
         sl = [x[0, s:e].unsqueeze(0) for x in (q, k, v, g, beta)]
         call(*sl, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, scale=scale, initial_state=cur,
              output_final_state=want, cu_seqlens=None if cu_seqlens is None else _cu(e - s, dev),
              fast_math=fast_math, out=o[0, s:e].unsqueeze(0), final_state_out=dst)
         cur = dst
+    if ht is not None and ht.dtype != torch.float32:
+        ht.copy_(cur)
+    return o, ht
+
+
+# The pipeline: each slab's K1 on a low-priority stream, its K2 on a high-priority one, so that K1
+# of slab j + 1 runs beside K2 of slab j on the SMs its chains leave (a one-sequence call has 2 HV
+# chains: 64 of 132 SMs at H32). The entry's flag bits 8 and 9 launch one kernel of the pair; the
+# argument after the flags is the slab's workspace, one of two the call allocates (slab j's K1
+# waits for K2 of slab j - 2, the last reader of its workspace).
+SKIP_K1, SKIP_K2 = 256, 512
+# bytes a workspace holds beyond workspace_bytes: the entry rounds each of its six buffers up to
+# 256 bytes and its base up to 256 (host_codegen.gen_cpp.WS_ALIGN)
+WS_SLACK = 7 * 256
+# device -> (K1's stream, K2's stream)
+_STREAMS: dict = {}
+
+
+def _streams(device):
+    s = _STREAMS.get(device)
+    if s is None:
+        # lower is higher; torch maps -1 into the device's range
+        s = _STREAMS[device] = (torch.cuda.Stream(device, priority=0), torch.cuda.Stream(device, priority=-1))
+    return s
+
+
+def pipeline_workspace_bytes(tokens: int, HV: int, chunk: int, varlen: bool) -> int:
+    """Device bytes of the pipeline's two workspaces and two fp32 carry states."""
+    return 2 * (workspace_bytes(1, tokens, HV, False, chunk, varlen) + WS_SLACK) + 2 * HV * V * K * 4
+
+
+def run_pipelined(raw_for, tokens, chunk, q, k, v, g, beta, *, A_log, dt_bias, lower_bound, scale, initial_state,
+                  output_final_state, cu_seqlens, out, final_state_out):
+    """A one-sequence call (arguments already checked; unsplit, `chunk`-token chunks) as slabs of
+    `tokens` tokens whose K1 and K2 run on two streams. raw_for(initial_state, want_final) is the
+    raw entry of that plan for a slab with that initial state (None or fp32) and final state.
+    Returns (o, final state or None), written on the caller's stream's order."""
+    T, HV = q.shape[1], v.shape[2]
+    dev = q.device
+    o, carry, ht, cur = _outputs(q, v, initial_state, output_final_state, out, final_state_out)
+    nbytes = workspace_bytes(1, tokens, HV, False, chunk, cu_seqlens is not None) + WS_SLACK
+    ws = (torch.empty(nbytes, dtype=torch.uint8, device=dev), torch.empty(nbytes, dtype=torch.uint8, device=dev))
+    plan = list(_slabs(T, tokens, output_final_state, ht, carry))
+    # every slab's cu_seqlens made on the caller's stream before the two streams fork from it
+    cus = {e - s: None if cu_seqlens is None else _cu(e - s, dev) for _, s, e, _, _ in plan}
+    main = torch.cuda.current_stream(dev)
+    lo, hi = _streams(dev)
+    lo.wait_stream(main)
+    hi.wait_stream(main)
+    k2_done = []
+    for j, s, e, want, dst in plan:
+        raw = raw_for(cur, want)
+        a = [x[0, s:e].unsqueeze(0) for x in (q, k, v, g, beta)]
+        a += [A_log, dt_bias, cus[e - s], cur, lower_bound, scale, o[0, s:e].unsqueeze(0), dst]
+        with torch.cuda.stream(lo):
+            if j >= 2:
+                lo.wait_event(k2_done[j - 2])
+            raw(*a, SKIP_K2 | 8, ws[j % 2])
+            k1_done = torch.cuda.Event()
+            k1_done.record(lo)
+        with torch.cuda.stream(hi):
+            hi.wait_event(k1_done)
+            raw(*a, SKIP_K1 | 8, ws[j % 2])
+            ev = torch.cuda.Event()
+            ev.record(hi)
+            k2_done.append(ev)
+        cur = dst
+    main.wait_stream(hi)
+    main.wait_stream(lo)
     if ht is not None and ht.dtype != torch.float32:
         ht.copy_(cur)
     return o, ht

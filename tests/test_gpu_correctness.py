@@ -273,6 +273,67 @@ def test_slabs(T, H, limit_mb, cu):
         api.set_workspace_limit(None)
 
 
+# The slab pipeline (kda_tile.slabs.run_pipelined, forced on): K1 of slab j + 1 beside K2 of slab
+# j on two streams, each slab's pair on one of two workspaces; 16- and 32-token chunks, fixed and
+# cu_seqlens, tails, every state mode.
+@pytest.mark.parametrize("T,H,cu", [(3000, 96, False), (3000, 96, True), (8192, 32, True), (4001, 4, False),
+                                     (300, 1, True)], ids=["16-fixed", "16-cu", "32-cu", "32-fixed-tail", "2-slabs"])
+def test_pipeline(T, H, cu):
+    from kda_tile import api
+    cu_t = torch.tensor([0, T], dtype=torch.int64, device="cuda") if cu else None
+    inp = _inputs(1, T, H, cu=cu_t, seed=T + H + 7)
+    try:
+        api.set_pipeline(True)
+        tokens = api._pipe_rule(1, T, H)
+        assert 0 < tokens < T, tokens
+        _run_modes(f"pipeline T={T} H={H} ({tokens}-token slabs) cu={cu}", inp, cu_t)
+    finally:
+        api.set_pipeline(None)
+
+
+@pytest.mark.parametrize("T,H,limit_mb", [(32768, 32, None), (8192, 96, 64)])
+def test_pipeline_whole_graph_memory(T, H, limit_mb):
+    """The pipeline's o and final state equal the whole call's bit for bit (the same chunks; the
+    state crosses slabs in fp32), eagerly and replayed from a CUDA graph; under a limit its peak
+    memory beyond inputs and outputs stays under it."""
+    import kda_tile
+    from kda_tile import api
+    inp = _inputs(1, T, H, seed=T + H + 1)
+    args = [inp[n] for n in ("q", "k", "v", "g", "beta")]
+    kw = dict(A_log=inp["A_log"], dt_bias=inp["dt_bias"], initial_state=inp["h0"], output_final_state=True)
+    o_whole, ht_whole = kda_tile.kda_prefill(*args, **kw)
+    api.empty_cache()
+    try:
+        api.set_pipeline(True)
+        api.set_workspace_limit(None if limit_mb is None else limit_mb << 20)
+        assert api._pipe_rule(1, T, H) > 0
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        o, ht = kda_tile.kda_prefill(*args, **kw)
+        torch.cuda.synchronize()
+        extra = torch.cuda.max_memory_allocated() - base - o.numel() * o.element_size() - ht.numel() * 4
+        assert torch.equal(o, o_whole) and torch.equal(ht, ht_whole)
+        if limit_mb is not None:
+            assert extra <= limit_mb << 20, extra / 2 ** 20
+        o_g = torch.full_like(o, float("nan"))
+        ht_g = torch.full_like(ht, float("nan"))
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            kda_tile.kda_prefill(*args, **kw, out=o_g, final_state_out=ht_g)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(o_g, o_whole) and torch.equal(ht_g, ht_whole)
+    finally:
+        api.set_pipeline(None)
+        api.set_workspace_limit(None)
+        api.empty_cache()
+    RESULTS.append(dict(case=f"pipeline whole/graph/memory T={T} H={H} limit={limit_mb}", extra_MB=extra / 2 ** 20,
+                        bitwise=True))
+    _flush()
+
+
 @pytest.mark.parametrize("T,H", [(8192, 96), (1 << 20, 8)])
 def test_slabs_memory(T, H):
     """The default headline shapes under a 64 MB limit: peak memory beyond inputs and outputs

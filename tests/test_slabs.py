@@ -214,3 +214,238 @@ def test_slab_views_pass_the_entrys_checks(T, HV, tokens, cu, h0):
                       out=None, final_state_out=None)
     assert sum(t for t, _, _ in seen) == T and len(seen) == -(-T // tokens)
     assert ht.dtype == (h0 or torch.float32)
+
+
+# --------------------------------------------------------------------------------------------
+# The slab pipeline (slabs.run_pipelined) on the CPU: fake streams and events record what each
+# launch waits for, and a reference-backed stand-in for the raw entry runs K2's part of a slab.
+
+
+class _Node:
+    def __init__(self, deps, what=None):
+        self.deps = {d for d in deps if d is not None}
+        self.what = what
+
+    def after(self, other):
+        seen, todo = set(), [self]
+        while todo:
+            n = todo.pop()
+            if n is other:
+                return True
+            if id(n) not in seen:
+                seen.add(id(n))
+                todo.extend(n.deps)
+        return False
+
+
+class _Stream:
+    def __init__(self, name, priority=0):
+        self.name, self.priority, self.last = name, priority, None
+
+    def push(self, *deps, what=None):
+        self.last = _Node((self.last,) + deps, what)
+        return self.last
+
+    def wait_stream(self, other):
+        self.push(other.last)
+
+    def wait_event(self, ev):
+        self.push(ev.node)
+
+
+class _Event:
+    def __init__(self):
+        self.node = None
+
+    def record(self, stream):
+        self.node = stream.push()
+
+
+class _FakeCuda:
+    """The torch.cuda names run_pipelined uses, over _Stream and _Event."""
+    def __init__(self):
+        self.main = _Stream("main")
+        self.side = (_Stream("k1", 0), _Stream("k2", -1))
+        self.cur = self.main
+
+    def current_stream(self, device=None):
+        return self.cur
+
+    def stream(self, s):
+        import contextlib
+
+        @contextlib.contextmanager
+        def ctx():
+            prev, self.cur = self.cur, s
+            try:
+                yield
+            finally:
+                self.cur = prev
+        return ctx()
+
+    Event = _Event
+
+
+def _pipeline_raw(fake, log):
+    """raw(...) of one slab: flag bits 8 / 9 say which kernel runs; K2's part runs the float64
+    reference into the caller's views; each launch is a node on the current fake stream."""
+    def raw_for(h0, want):
+        def raw(q, k, v, g, beta, A_log, dt_bias, cu, h0_, lb, scale, o, ht, flags, ws):
+            assert h0_ is h0 and (ht is not None) == want and o.shape == v.shape
+            kernel = "K1" if flags & slabs.SKIP_K2 else "K2"
+            assert flags & (slabs.SKIP_K1 | slabs.SKIP_K2) in (slabs.SKIP_K1, slabs.SKIP_K2)
+            node = fake.cur.push(what=(kernel, len([e for e in log if e[0] == kernel]), ws, fake.cur.name))
+            log.append(node.what + (node,))
+            if kernel == "K2":
+                init = None if h0_ is None else h0_.double()
+                ro, rht = kda_chunked(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, lower_bound=lb, scale=scale,
+                                      initial_state=init, output_final_state=want, cu_seqlens=cu)
+                o.copy_(ro)
+                if want:
+                    ht.copy_(rht)
+        return raw
+    return raw_for
+
+
+@pytest.mark.parametrize("h0", [None, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("want_ht", [False, True])
+@pytest.mark.parametrize("cu", [False, True])
+def test_pipeline_orders_each_slab_and_matches_the_whole_sequence(monkeypatch, h0, want_ht, cu):
+    fake = _FakeCuda()
+    monkeypatch.setattr(torch.cuda, "current_stream", fake.current_stream)
+    monkeypatch.setattr(torch.cuda, "stream", fake.stream)
+    monkeypatch.setattr(torch.cuda, "Event", _Event)
+    monkeypatch.setattr(slabs, "_streams", lambda device: fake.side)
+    T, H, tokens = 232, 2, 64
+    x = random_inputs(1, T, H, seed=11 + T)
+    q, k, v, g, beta = (x[n] for n in ("q", "k", "v", "g", "beta"))
+    kw = dict(A_log=x["A_log"], dt_bias=x["dt_bias"], lower_bound=-5.0, scale=None)
+    init = None if h0 is None else torch.randn(1, H, 128, 128).to(h0)
+    cu_seqlens = torch.tensor([0, T]) if cu else None
+    ro, rht = kda_chunked(q, k, v, g, beta, **kw, initial_state=None if init is None else init.double(),
+                          output_final_state=True, cu_seqlens=cu_seqlens)
+    before = fake.main.push(what="caller's earlier work")
+    log = []
+    o, ht = slabs.run_pipelined(_pipeline_raw(fake, log), tokens, 16, q, k, v, g, beta, **kw, initial_state=init,
+                                output_final_state=want_ht, cu_seqlens=cu_seqlens, out=None, final_state_out=None)
+    after = fake.main.push(what="caller's later work")
+    k1 = [e for e in log if e[0] == "K1"]
+    k2 = [e for e in log if e[0] == "K2"]
+    assert len(k1) == len(k2) == 4
+    for j in range(4):
+        assert k1[j][3] == "k1" and k2[j][3] == "k2"      # K1 on the low-priority stream, K2 on the high
+        assert k1[j][2] is k2[j][2]                       # one workspace a slab ...
+        assert j == 0 or k1[j][2] is not k1[j - 1][2]     # ... two in turn
+        assert k2[j][4].after(k1[j][4])                   # K2 of a slab after its K1
+        assert j == 0 or k2[j][4].after(k2[j - 1][4])     # the state: K2 of slab j after K2 of slab j - 1
+        assert j < 2 or k1[j][4].after(k2[j - 2][4])      # a workspace is written after its last reader
+        assert j == 0 or not k1[j][4].after(k2[j - 1][4])  # ... and K1 of slab j runs beside K2 of slab j - 1
+        assert k1[j][4].after(before) and after.after(k2[j][4]) and after.after(k1[j][4])
+    assert k1[0][2].numel() >= slabs.workspace_bytes(1, tokens, H, False, 16, cu) + slabs.WS_SLACK
+    assert (o.double() - ro.to(BF).double()).abs().max() <= 2 ** -7 * ro.abs().max()
+    if want_ht:
+        assert ht.dtype == (h0 or torch.float32)
+        assert torch.allclose(ht.double(), rht.to(ht.dtype).double(), rtol=1e-2 if h0 == BF else 1e-5, atol=1e-6)
+    else:
+        assert ht is None
+
+
+@pytest.mark.parametrize("T,HV,on,limit_mb,want", [
+    (32768, 32, True, None, 4096), (32768, 32, None, None, 0), (32768, 32, False, None, 0),
+    (8192, 96, True, 64, None), (1 << 20, 8, True, None, 0), (2000, 4, True, None, 256), (300, 4, True, None, 256), (256, 4, True, None, 0)])
+def test_pipeline_rule(T, HV, on, limit_mb, want):
+    """The slab tokens of a one-sequence call: PIPE_SLABS slabs when forced on, none where the call
+    takes the split or is too short to cut, smaller slabs where a workspace limit needs them."""
+    try:
+        api.set_pipeline(on)
+        api.set_workspace_limit(None if limit_mb is None else limit_mb << 20)
+        tokens = api._pipe_rule(1, T, HV)
+        assert api._pipe_rule(2, T, HV) == 0
+        if want is not None:
+            assert tokens == want
+        if limit_mb is not None:
+            assert tokens and slabs.pipeline_workspace_bytes(tokens, HV, api._one_sequence_plan(T, HV)[1],
+                                                             True) <= limit_mb << 20
+            assert tokens % slabs.ALIGN == 0
+    finally:
+        api.set_pipeline(None)
+        api.set_workspace_limit(None)
+    with pytest.raises(TypeError, match=r"^on: expected True, False or None, got 1$"):
+        api.set_pipeline(1)
+
+
+def test_api_routes_one_sequence_calls_to_the_pipeline(monkeypatch):
+    """Forced on, a one-sequence unsplit call goes to the pipeline (fixed row or cu_seqlens); several
+    sequences and split calls do not; its bad arguments are named as the caller passed them."""
+    seen = []
+    real = api._pipelined
+    monkeypatch.setattr(api, "_pipelined", lambda tokens, *a: seen.append(tokens) or ("piped", None))
+    q = torch.zeros(1, 8192, 32, 128, dtype=BF)
+    cu1, cu2 = torch.tensor([0, 8192]), torch.tensor([0, 4096, 8192])
+    kw = dict(A_log=torch.zeros(32), dt_bias=torch.zeros(32, 128))
+    try:
+        api.set_pipeline(True)
+        assert api.kda_prefill(q, q, q, q, q[..., 0], **kw)[0] == "piped"
+        assert api.kda_prefill(q, q, q, q, q[..., 0], **kw, cu_seqlens=cu1)[0] == "piped"
+        assert seen == [1024, 1024]
+        with pytest.raises(ValueError, match="expected a cuda tensor|device"):
+            api.kda_prefill(q, q, q, q, q[..., 0], **kw, cu_seqlens=cu2)
+        assert len(seen) == 2
+        monkeypatch.setattr(api, "_pipelined", real)
+        with pytest.raises(TypeError, match=r"^out: expected a torch.Tensor or None, got list$"):
+            api.kda_prefill(q, q, q, q, q[..., 0], **kw, out=[])
+        with pytest.raises(ValueError, match=r"^q: expected a cuda tensor, got device cpu$"):
+            api.kda_prefill(q, q, q, q, q[..., 0], **kw)
+    finally:
+        api.set_pipeline(None)
+
+
+@pytest.mark.parametrize("T,HV,cu,h0,want_ht", [(3000, 96, False, None, True), (3000, 4, True, torch.bfloat16, True),
+                                               (8192, 32, True, torch.float32, False)])
+def test_pipeline_through_the_entry(monkeypatch, T, HV, cu, h0, want_ht):
+    """Every slab's two calls through the generated C++ entry of the builds the pipeline picks, in
+    its dry-run mode (checks, workspace, argument packing; no driver calls), under
+    KDA_TILE_POISON=1: the caller's workspace is big enough for each slab, K1's call poisons it,
+    and K2's call leaves what K1 wrote (a marker standing in for K1's output)."""
+    monkeypatch.setenv("KDA_TILE_POISON", "1")
+    fake = _FakeCuda()
+    monkeypatch.setattr(torch.cuda, "current_stream", fake.current_stream)
+    monkeypatch.setattr(torch.cuda, "stream", fake.stream)
+    monkeypatch.setattr(torch.cuda, "Event", _Event)
+    monkeypatch.setattr(slabs, "_streams", lambda device: fake.side)
+    api.set_pipeline(True)
+    try:
+        tokens = api._pipe_rule(1, T, HV)
+    finally:
+        api.set_pipeline(None)
+    split, chunk = api._one_sequence_plan(T, HV)
+    assert tokens and not split
+    cu_seqlens = torch.tensor([0, T]) if cu else None
+    calls = []
+
+    def raw_for(h0_, want):
+        builds = api._prepare(h0_, want, cu_seqlens, False, False, chunk)
+        e = hc.get_entry(*builds, backend="cpp")
+
+        def raw(*a):
+            *args, flags, ws = a
+            if flags & slabs.SKIP_K2:
+                ws.zero_()
+                e._entry(*args, flags | 4, ws)
+                assert int((ws != 0).sum()) > 0        # poisoned before K1
+                ws.fill_(0x5A)                          # "K1's output"
+            else:
+                e._entry(*args, flags | 4, ws)
+                assert bool((ws == 0x5A).all())        # K2's call kept it
+            calls.append((args[0].shape[1], flags, ws.data_ptr()))
+        return raw
+    z = lambda *s: torch.zeros(*s, dtype=BF)  # noqa: E731
+    q, v = z(1, T, HV, 128), z(1, T, HV, 128)
+    init = None if h0 is None else torch.zeros(1, HV, 128, 128, dtype=h0)
+    o, ht = slabs.run_pipelined(raw_for, tokens, chunk, q, q, v, v, z(1, T, HV), A_log=torch.zeros(HV),
+                                dt_bias=torch.zeros(HV, 128), lower_bound=-5.0, scale=None, initial_state=init,
+                                output_final_state=want_ht, cu_seqlens=cu_seqlens, out=None, final_state_out=None)
+    n = -(-T // tokens)
+    assert len(calls) == 2 * n and sum(c[0] for c in calls) == 2 * T
+    assert len({c[2] for c in calls}) == 2
+    assert (ht is not None) == want_ht and (ht is None or ht.dtype == (h0 or torch.float32))
