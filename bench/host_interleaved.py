@@ -18,7 +18,6 @@ bench/results/).
 """
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -106,6 +105,7 @@ def build_floor():
 
 def main():
     import torch
+    from results_io import results_dir
     from host_overhead import time_calls
     from kda_kernels.reference import random_inputs
     from kda_tile import kda_prefill
@@ -155,8 +155,7 @@ def main():
             fb.append(time_calls(floor, args.calls, 20)["median_us"])
     r = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, call=call,
              blocks=args.blocks, calls=args.calls, **summarize(ob, fb))
-    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).resolve().parent / "results"
-    out.mkdir(parents=True, exist_ok=True)
+    out = results_dir()
     (out / name).write_text(json.dumps(r, indent=1))
     print(f"{call:30s} {r['ours_us']:7.2f} us (median of {args.blocks} block medians)")
     print(f"{'floor (FFI, 8 tensors, graph)':30s} {r['floor_us']:7.2f} us")

@@ -38,6 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
+from results_io import results_dir  # noqa: E402
+
 SYNC_EVERY = 32
 T, H, K, V = 64, 1, 128, 128
 TARGET_CALL_US = 5.0
@@ -348,8 +350,7 @@ def main():
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench/host_overhead.py needs a CUDA GPU")
-    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).resolve().parent / "results"
-    out.mkdir(parents=True, exist_ok=True)
+    out = results_dir()
     rec = Recorder(out, args.iters, args.warmup)
     if args.sync_sensitivity:
         measure_sync_sensitivity(rec)

@@ -9,8 +9,6 @@ cuGraphLaunch, and the cuGraphExecKernelNodeSetParams a per-call update needs). 
 timed alone with steady_clock; the stream is drained every 32 calls outside the timed region.
 kda_prefill needs at least one submission per call, so these bound what any host entry can reach.
 """
-import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -135,6 +133,7 @@ def main():
     import torch
     import tvm_ffi
     import tvm_ffi.cpp
+    from results_io import write_rows
     torch.zeros(1, device="cuda")  # the primary context, as in a torch process
     d = Path(tempfile.mkdtemp(prefix="launch_floor_"))
     empty_cubin(d)
@@ -143,9 +142,7 @@ def main():
                            extra_cflags=["-O2", "-std=c++17"], extra_ldflags=["-ldl"])
     fn = tvm_ffi.load_module(so)["floor_us"]
     rows = [{"op": n, "median_us": round(float(v), 3)} for n, v in zip(NAMES, fn(str(d / "k.cubin"), 3000))]
-    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).resolve().parent / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "launch-floor.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+    write_rows("launch-floor.json", rows, device_key="gpu")
     for r in rows:
         print(f"{r['median_us']:8.2f} us  {r['op']}")
 

@@ -11,7 +11,6 @@ call's (o and the final state). Writes slab_probe.json under $OUT (or bench/resu
 last.
 """
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -19,6 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
+
+from results_io import write_rows  # noqa: E402
 
 import k1_round  # noqa: E402  (the benchmarks' random inputs)
 from bench_peers import extra_bytes  # noqa: E402
@@ -73,9 +74,7 @@ def main():
         del d, whole
         api.empty_cache()
         torch.cuda.empty_cache()
-    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).parent / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "slab_probe.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+    write_rows("slab_probe.json", rows)
     base = {r["shape"]: r["ms"] for r in rows if r["limit_MB"] == 0}
     print(f"{'shape':18s} {'limit':>6s} {'slab':>6s} {'n':>4s} {'ms':>8s} {'x whole':>8s} {'extra MB':>9s} "
           f"{'o vs whole':>10s}")

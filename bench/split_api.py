@@ -9,7 +9,6 @@ the float64 chunked reference (o and the final state; at T >= 1M only against th
 kernel's output). Writes split_api.json under $OUT (or bench/results/), a table last.
 """
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -17,6 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
+
+from results_io import write_rows  # noqa: E402
 
 import k1_round  # noqa: E402  (the benchmarks' random inputs)
 
@@ -74,9 +75,7 @@ def main():
         print(json.dumps(row), flush=True)
         del q, k, v, g, d, outs
         torch.cuda.empty_cache()
-    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).parent / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "split_api.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+    write_rows("split_api.json", rows)
     print(f"{'shape':16s} {'L':>5s} {'G':>5s} {'auto':>5s} {'split':>8s} {'unsplit':>8s} {'ratio':>6s} "
           f"{'err_o':>8s} {'err_ht':>8s}")
     for r in rows:

@@ -19,6 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
+from results_io import write_rows  # noqa: E402
+
 import k1_round  # noqa: E402  (the benchmarks' random inputs)
 
 SHAPES = [  # label, H, lens: issue 9's rows, the rule's edges, and shapes round 24c measured slower
@@ -87,9 +89,7 @@ def main():
         print(json.dumps(row), flush=True)
         del q, k, v, g, d, ref
         torch.cuda.empty_cache()
-    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).parent / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "spp_api.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+    write_rows("spp_api.json", rows)
     cols = [f"{st} {spp}" for st in ("none", "inout") for spp in (1,) + SPPS]
     print(f"{'shape':20s} {'rule':>4s} " + " ".join(f"{c:>8s}" for c in cols) + "  ratios (none, inout)   err o (each spp)")
     for r in rows:
