@@ -10,7 +10,10 @@ consumers. Session 13's overlap_round ran the two side by side inside one CUDA g
 programs took every slot first (`bench/NOTES.md`, round 13a). Here K2 goes first on a
 high-priority stream, eagerly, then K1 on a low-priority one, over independent workspaces.
 
-    python bench/coresident.py [H [T]]      # default H96 T8192, one sequence (varlen builds)
+    python bench/coresident.py [H [T [PAIRS]]]   # default H96 T8192 c2,16; one sequence (varlen builds)
+
+PAIRS: comma-separated keys of PAIRS (c2, 32, 16). Session 27 asks it where K2's chains leave SMs
+idle (H32 1x32768: 64 chains on 132 SMs), the number a pipeline of time slabs rests on.
 
 Rows (ms, median of 30 event-timed runs after one untimed: stage_times.event_ms): K1 alone, K2 alone, K2 then K1 side by
 side, and the sum. The released 32-token K1 and the 32-token K2 with two consumers (one program
@@ -30,20 +33,23 @@ from stage_times import event_ms  # noqa: E402
 from kda_tile import _launch  # noqa: E402
 from kda_kernels.configs import K2Config  # noqa: E402
 
-PAIRS = [("32-token, K2 two consumers", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,ho",
-          K2Config(varlen=True, u0_in_k2=True, chunk=32, consumers=2, min_blocks=1)),
-         ("16-token (released)", "1,64,12,holes,diag,ds,u0k2,ho", K2Config(varlen=True, u0_in_k2=True))]
+PAIRS = {"c2": ("32-token, K2 two consumers", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
+                 K2Config(varlen=True, u0_in_k2=True, chunk=32, consumers=2, min_blocks=1)),
+         "32": ("32-token (released)", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
+                K2Config(varlen=True, u0_in_k2=True, chunk=32)),
+         "16": ("16-token (released)", "1,64,12,holes,diag,ds,u0k2,el,lp,sg", K2Config(varlen=True, u0_in_k2=True))}
 
 
 def main():
     H = int(sys.argv[1]) if len(sys.argv) > 1 else 96
     T = int(sys.argv[2]) if len(sys.argv) > 2 else 8192
-    k1_round.prewarm([k1_round.k1_config(spec, True) for _, spec, _ in PAIRS] + [k2 for _, _, k2 in PAIRS])
+    pairs = [PAIRS[x] for x in (sys.argv[3] if len(sys.argv) > 3 else "c2,16").split(",")]
+    k1_round.prewarm([k1_round.k1_config(spec, True) for _, spec, _ in pairs] + [k2 for _, _, k2 in pairs])
     d = k1_round.inputs(1, T, H, [T], seed=5)
     s_hi = torch.cuda.Stream(priority=-1)   # lower is higher; torch takes -1 (high) and 0 (low)
     s_lo = torch.cuda.Stream(priority=0)
     rows = []
-    for label, spec, k2cfg in PAIRS:
+    for label, spec, k2cfg in pairs:
         k1cfg = k1_round.k1_config(spec, True)
         ch = k1cfg.chunk
         NC = _launch.workspace_slots(1, T, 1, True, ch)

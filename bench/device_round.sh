@@ -55,6 +55,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23c # prepared in session 22: kda_prefill(out=o) host time interleaved with its floor (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round27b # session 27, prepared: the slab pipeline's GPU tests and times (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round27a # session 27: K1 beside resident chains where chains leave SMs idle (H32 1x32768, 1x131072, H64 1x8192; ~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23b # prepared in session 22: K1 beside resident chains, high-priority K2 first (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23d # session 23: release of K1 early loads / lean prologue: ffi probe, build, matrix rule and 32, stage times (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23e # session 23: split release check, issue 9's long rows with cuDNN (~8 min)
@@ -561,6 +563,25 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     timeout 60 python bench/host_interleaved.py --decode --blocks 30 > "$OUT/host_interleaved_decode.log" 2>&1
     tail -3 "$OUT/host_interleaved_decode.log"
     timeout 60 python bench/host_interleaved.py --blocks 30 > "$OUT/host_interleaved.log" 2>&1; tail -3 "$OUT/host_interleaved.log" ;;
+  round27b)
+    # session 27, prepared: the slab pipeline (kda_tile.slabs.run_pipelined, forced on): build, its
+    # GPU tests (every state mode, bitwise against the whole call, graph replay, memory under a
+    # limit), then its times against the whole call and the serial slabs (bench/pipeline_probe.py)
+    timeout 110 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 200 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k pipeline > "$OUT/pytest_pipeline.log" 2>&1
+    tail -3 "$OUT/pytest_pipeline.log"
+    timeout 300 python -u bench/pipeline_probe.py > "$OUT/pipeline_probe.log" 2>&1
+    grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -40 ;;
+  round27a)
+    # session 27: K1 beside resident chains where the chains leave SMs idle (the released pairs;
+    # H32 1x32768 and 1x131072: 64 chains on 132 SMs; H64 1x8192: 128), the number a pipeline of
+    # time slabs (K1 of slab j + 1 beside K2 of slab j) rests on
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    for hts in "32 32768 32,c2,16" "32 131072 32" "64 8192 32"; do
+      timeout 150 python bench/coresident.py $hts > "$OUT/coresident_$(echo $hts | cut -d' ' -f1-2 | tr ' ' x).log" 2>&1
+      grep -E "Error|error" "$OUT/coresident_$(echo $hts | cut -d' ' -f1-2 | tr ' ' x).log" | head -3
+      tail -3 "$OUT/coresident_$(echo $hts | cut -d' ' -f1-2 | tr ' ' x).log"
+    done ;;
   round26g)
     # session 26, short form of round26f for the budget's end: K1's holes first (JIT, no build),
     # then decode host time with out= and fresh o beside the floor
