@@ -480,6 +480,10 @@ class Extractor:
         from the kernel's signature (shape variables matched by name)."""
         if not any(data.same_as(p) for p in self.f.params):
             return None
+        known = self.by_name.get(str(data.name))
+        if known is not None and known.scope == "global" and known.size_source == "signature":
+            self.bufs[data] = known      # first met as a TMA store's tensor (_global_by_name)
+            return known
         src = {str(b.data.name): b for b in self.L.source_func.buffer_map.values()}.get(str(data.name))
         if src is None:
             return None
@@ -1155,6 +1159,8 @@ class Extractor:
             s.mbar = mb
             s.tx_bytes = z3.IntVal(nbytes) if nbytes is not None else None
             s.extra["tx_bytes"] = nbytes
+        if desc is not None and desc.kind == "tiled":
+            self._tma_box(desc, r["coords"], write=False)
 
     def _tma_store(self, form, r):
         if form == "bulk":
@@ -1176,6 +1182,42 @@ class Extractor:
                 self.tr.expr(x)
         self._ptr_site(r["smem"], "tma_store", True, False, async_proxy=True,
                        extra={"desc": desc, "desc_name": str(getattr(desc_var, "name", ""))})
+        if desc is not None and desc.kind == "tiled":
+            self._tma_box(desc, r["coords"], write=True)
+
+    def _tma_box(self, desc, coords, write):
+        """The global side of a tiled TMA store or load: the box [coord_i, coord_i + box_i) of each
+        dimension, clipped to [0, dim_i), of the descriptor's tensor (barriers.global_race compares
+        it with other blocks' accesses; bounds.tma keeps the descriptor inside the tensor)."""
+        info = self._global_by_name(desc.tensor)
+        what = "store into" if write else "load from"
+        if info is None or len(coords) < desc.rank:
+            self.unsupported.append((self.cur_text, f"TMA {what} {desc.tensor}: its tensor or coordinates"))
+            return
+        eb = dtype_bytes_from_code(desc.dtype_code, desc.global_strides[0])
+        self._site("access", "tma_store_box" if write else "tma_load_box", buf=info, index=z3.IntVal(0),
+                   count=z3.IntVal(0), read=not write, write=write, extra={"box_coords": [self.tr.int(c) for c in coords[:desc.rank]],
+                                      "box_dims": [self._by_name_int(x) for x in desc.global_dims],
+                                      "box_strides": [z3.IntVal(eb)] + [self._by_name_int(x)
+                                                                         for x in desc.global_strides[1:]],
+                                      "box": [int(b) for b in desc.box], "elem_bytes": eb, "desc": desc})
+
+    def _global_by_name(self, name):
+        """The global buffer of the kernel's tensor `name` (its signature), registered once."""
+        known = self.by_name.get(name)
+        if known is not None and known.scope == "global":
+            return known
+        src = {str(b.data.name): b for b in self.L.source_func.buffer_map.values()}.get(name)
+        if src is None:
+            return None
+        elems = z3.IntVal(1)
+        for x in src.shape:
+            elems = elems * self._by_name_int(x)
+        dt = str(src.dtype)
+        info = M.BufInfo(name=name, scope="global", dtype=dt, elem_bytes=dtype_bytes(dt), size=elems,
+                         size_source="signature", readonly=name in self.readonly)
+        self._register(src.data, info)
+        return info
 
     def _cp_async(self, form, r):
         if "pred" in r:
@@ -1478,6 +1520,8 @@ def _substitute_model(k, pairs):
         for key in ("desc_start",):
             if key in s.extra:
                 s.extra[key] = sub(s.extra[key])
+        if "box_coords" in s.extra:
+            s.extra["box_coords"] = [sub(c) for c in s.extra["box_coords"]]
 
     def walk(blk):
         for it in blk.items:

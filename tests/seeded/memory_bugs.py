@@ -1,6 +1,8 @@
 """Global-memory bugs: a tail tile TileLang silently guards (the kernel computes zeros there),
 an in-kernel view larger than its tensor, split-K partial results stored by several blocks
-without atomics, overlapping output tiles, and shared accumulation without atomics."""
+without atomics, overlapping output tiles (plain stores, and TMA stores' boxes), a block reading
+a row another block's TMA store writes, a TMA load of the tile another block writes, and shared
+accumulation without atomics."""
 import tilelang.language as T
 
 BM = 64
@@ -95,6 +97,69 @@ def disjoint_tiles():
     return _tiles("disjoint_tiles", 64)
 
 
+def _tma_tiles(name, step, peek):
+    """64 x 64 tiles of B stored by TMA, one every `step` rows and two a row of tiles; `peek`
+    reads (plainly) the row below the block's tile, which the next block's TMA store writes, or
+    else the tile's own first row before the store."""
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def kern(A: T.Tensor((N, 128), "float16"), B: T.Tensor((N, 128), "float16"), C: T.Tensor((N,), "float16")):
+        with T.Kernel(T.ceildiv(N, step), 2, threads=128) as (bx, by):
+            tx = T.get_thread_binding()
+            F = T.alloc_fragment((64, 64), "float16")
+            S = T.alloc_shared((64, 64), "float16")
+            if tx == 0 and by == 0:
+                r = T.min(bx * step + (64 if peek else 0), N - 1)
+                C[bx] = B[r, 0]
+            T.copy(A[bx * step, by * 64], F)
+            T.copy(F, S)
+            T.copy(S, B[bx * step, by * 64])
+    return kern.with_attr("global_symbol", name)
+
+
+def tma_overlapping_tiles():
+    return _tma_tiles("tma_overlapping_tiles", 32, False)
+
+
+def tma_disjoint_tiles():
+    return _tma_tiles("tma_disjoint_tiles", 64, False)
+
+
+def tma_tile_read_below():
+    return _tma_tiles("tma_tile_read_below", 64, True)
+
+
+def _tma_read_tiles(name, ahead):
+    """Each block reads a 64 x 64 tile of B through TMA (the next block's tile when `ahead`, else
+    its own) and then writes its own tile of B with plain stores."""
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def kern(B: T.Tensor((N, 64), "float16")):
+        with T.Kernel(T.ceildiv(N, 64), threads=128) as bx:
+            F = T.alloc_fragment((64, 64), "float16")
+            S = T.alloc_shared((64, 64), "float16")
+            full = T.alloc_barrier(arrive_count=[128])
+            r0 = (bx + 1) * 64 if ahead else bx * 64
+            T.tma_copy(B[r0:r0 + 64, :], S, barrier=full[0])
+            T.barrier_arrive(full[0])
+            T.barrier_wait(full[0], 0)
+            T.copy(S, F)
+            for i, j in T.Parallel(64, 64):
+                F[i, j] = F[i, j] * T.float16(2.0)
+            T.copy(F, B[bx * 64, 0])
+    return kern.with_attr("global_symbol", name)
+
+
+def tma_load_ahead():
+    return _tma_read_tiles("tma_load_ahead", True)
+
+
+def tma_load_own():
+    return _tma_read_tiles("tma_load_own", False)
+
+
 def _shared_sum(name, atomic):
     NT = 128
 
@@ -126,18 +191,26 @@ def shared_atomic_sum():
 
 KERNELS = {f.__name__: f for f in (silent_tail, explicit_tail, padded_view, exact_view, splitk_plain_store,
                                    splitk_atomic, overlapping_tiles, disjoint_tiles, shared_plain_sum,
-                                   shared_atomic_sum)}
+                                   shared_atomic_sum, tma_overlapping_tiles, tma_disjoint_tiles,
+                                   tma_tile_read_below, tma_load_ahead, tma_load_own)}
 SIZE = ["N >= 1", "N <= 2**20"]
 PRECONDITIONS = {"silent_tail": SIZE, "explicit_tail": SIZE, "padded_view": SIZE, "exact_view": SIZE,
                  "splitk_plain_store": ["M >= 64", "M % 64 == 0", "M <= 2**20"],
                  "splitk_atomic": ["M >= 64", "M % 64 == 0", "M <= 2**20"],
-                 "overlapping_tiles": SIZE, "disjoint_tiles": SIZE}
+                 "overlapping_tiles": SIZE, "disjoint_tiles": SIZE, "tma_overlapping_tiles": SIZE,
+                 "tma_disjoint_tiles": SIZE, "tma_tile_read_below": SIZE, "tma_load_ahead": SIZE,
+                 "tma_load_own": SIZE}
 PASS_CONFIGS = {"padded_view": RAW, "exact_view": RAW, "overlapping_tiles": RAW, "disjoint_tiles": RAW,
                 "splitk_plain_store": RAW, "splitk_atomic": RAW, "shared_plain_sum": RAW, "shared_atomic_sum": RAW}
 STRICT = ["silent_tail", "explicit_tail"]
 EXPECT = {"silent_tail": "bounds.guarded", "explicit_tail": None, "padded_view": "bounds.global", "exact_view": None,
           "splitk_plain_store": "barriers.global_race", "splitk_atomic": None,
           "overlapping_tiles": "barriers.global_race", "disjoint_tiles": None,
-          "shared_plain_sum": "barriers.race", "shared_atomic_sum": None}
+          "shared_plain_sum": "barriers.race", "shared_atomic_sum": None,
+          "tma_overlapping_tiles": "barriers.global_race", "tma_disjoint_tiles": None,
+          "tma_tile_read_below": "barriers.global_race", "tma_load_ahead": "barriers.global_race",
+          "tma_load_own": None}
 TWIN = {"silent_tail": "explicit_tail", "padded_view": "exact_view", "splitk_plain_store": "splitk_atomic",
-        "overlapping_tiles": "disjoint_tiles", "shared_plain_sum": "shared_atomic_sum"}
+        "overlapping_tiles": "disjoint_tiles", "shared_plain_sum": "shared_atomic_sum",
+        "tma_overlapping_tiles": "tma_disjoint_tiles", "tma_tile_read_below": "tma_disjoint_tiles",
+        "tma_load_ahead": "tma_load_own"}

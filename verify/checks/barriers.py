@@ -602,7 +602,7 @@ def _race_accesses(k):
     (plain, vector or a cp.async source) of buffers some thread writes with plain stores."""
     def plain_global(s):
         return s.kind == "access" and s.buf is not None and s.buf.scope == "global" and not s.async_proxy \
-            and not s.extra.get("atomic")
+            and not s.extra.get("atomic") and s.op not in ("tma_store_box", "tma_load_box")
     written = {s.buf.name for s in k.sites if plain_global(s) and s.write}
     return _shared_accesses(k) + [s for s in k.sites if plain_global(s) and s.buf.name in written]
 
@@ -1325,7 +1325,8 @@ def _global_race(st):
     bytes races with a write or a read of the same bytes by another block (split-K partial sums
     stored without atomics, overlapping output tiles, a padded entry of an index table reading the
     row a live entry updates in place). Atomic updates do not race; writes through TMA descriptors
-    are not modelled here (bounds.tma keeps them inside their tensor)."""
+    and the boxes tiled TMA loads read are compared box against box or byte range (_box_overlap;
+    bounds.tma keeps them inside their tensor)."""
     k, ctx = st.k, st.ctx
     findings = []
     plain = [s for s in k.sites if s.kind == "access" and s.buf is not None and s.buf.scope == "global"
@@ -1341,9 +1342,14 @@ def _global_race(st):
             if x.buf.name != y.buf.name:
                 continue
             pairs += 1
-            fs = _two_block_facts(k, ctx, x, y, relaxed=True)
             differ = z3.Or([ctx.instance(sym, "1", BLOCKS) != ctx.instance(sym, "2", BLOCKS)
                             for sym, _ in k.blocks.values()])
+            if "box_coords" in x.extra or "box_coords" in y.extra:
+                f = _box_race(k, ctx, x, y, differ)
+                if f is not None:
+                    findings.append(f)
+                continue
+            fs = _two_block_facts(k, ctx, x, y, relaxed=True)
             if x is y and _block_disjoint(k, ctx, x):
                 continue
             (ox, nx), (oy, ny) = _byte_range(x), _byte_range(y)
@@ -1387,6 +1393,97 @@ def _global_race(st):
 def _byte_range(site):
     from .common import byte_range
     return byte_range(site)
+
+
+def _box_cells(ctx, s, tag, name):
+    """(constraints, byte offset term) of one element of the clipped box of TMA store s
+    (instance `tag`, fresh index symbols named after `name`)."""
+    e = s.extra
+    cs, addr = [], z3.IntVal(0)
+    for i, (c, b, dim, st) in enumerate(zip(e["box_coords"], e["box"], e["box_dims"], e["box_strides"])):
+        x = z3.Int(f"{name}.{i}")
+        c = ctx.instance(c, tag, BLOCKS)
+        cs += [x >= c, x < c + b, x >= 0, x < dim]
+        addr = addr + x * st
+    return cs, addr
+
+
+def _injective(ctx, s):
+    """Whether distinct index tuples of s's descriptor reach distinct elements: in some order of
+    its dimensions (TileLang may permute a tensor's), each stride at least the span of the
+    dimensions before it (a tensor's own layout; the descriptor's view could be anything the
+    host encodes). The order is the strides' at one model of the shape facts, then proved for all."""
+    e = s.extra
+    n = len(e["box"])
+    if n == 1:
+        return True
+    from ..z3expr import consts_of
+    syms = {}
+    for t in e["box_strides"] + e["box_dims"]:
+        syms.update(consts_of(t))
+    # sizes of 3 or more where the facts allow, so that no two strides tie by accident (H = 1)
+    res, m = ctx.solve(ctx.shape_facts() + [c >= 3 for c in syms.values()])
+    if res != "sat":
+        res, m = ctx.solve(ctx.shape_facts())
+    if res != "sat":
+        return False
+    at = [m.eval(st, model_completion=True) for st in e["box_strides"]]
+    if not all(z3.is_int_value(v) for v in at):
+        return False
+    order = sorted(range(n), key=lambda i: at[i].as_long())
+    bad = [e["box_strides"][b] < e["box_strides"][a] * e["box_dims"][a] for a, b in zip(order, order[1:])]
+    res, _ = ctx.solve(ctx.shape_facts() + [z3.Or(bad)])
+    return res == "unsat"
+
+
+def _box_overlap(ctx, x, y):
+    """Instance "1" of x and instance "2" of y touch a common byte, where either is a tiled TMA
+    store's box: per dimension where both are boxes of one layout (dims and strides alike, the
+    layout injective), else an element of each at one address."""
+    def alike(a, b):
+        return len(a) == len(b) and all(z3.eq(z3.simplify(p), z3.simplify(q)) for p, q in zip(a, b))
+    bx, by = "box_coords" in x.extra, "box_coords" in y.extra
+    if bx and by and alike(x.extra["box_dims"], y.extra["box_dims"]) \
+            and alike(x.extra["box_strides"], y.extra["box_strides"]) and _injective(ctx, x):
+        out = []
+        for c1, b1, c2, b2, dim in zip(x.extra["box_coords"], x.extra["box"], y.extra["box_coords"], y.extra["box"],
+                                       x.extra["box_dims"]):
+            c1, c2 = ctx.instance(c1, "1", BLOCKS), ctx.instance(c2, "2", BLOCKS)
+            # [max(c1, c2, 0), min(c1 + b1, c2 + b2, dim)) is not empty, pairwise (no If terms)
+            out += [c1 < c2 + b2, c2 < c1 + b1, c1 < dim, c2 < dim, c1 + b1 > 0, c2 + b2 > 0]
+        return out
+    ranges = []
+    for s, tag in ((x, "1"), (y, "2")):
+        if "box_coords" in s.extra:
+            cs, addr = _box_cells(ctx, s, tag, f"~box{tag}")
+            ranges.append((cs, addr, z3.IntVal(s.extra["elem_bytes"])))
+        else:
+            off, n = _byte_range(s)
+            ranges.append(([], ctx.instance(off, tag, BLOCKS), ctx.instance(n, tag, BLOCKS)))
+    (c1, a1, n1), (c2, a2, n2) = ranges
+    return c1 + c2 + [a1 < a2 + n2, a2 < a1 + n1]
+
+
+def _box_race(k, ctx, x, y, differ):
+    """barriers.global_race for a pair with a tiled TMA store or load in it: a finding, or None."""
+    overlap = _box_overlap(ctx, x, y)
+    # first without the nonlinear loop bounds and guards (more executions: an UNSAT is final)
+    res, m = ctx.solve(_two_block_facts(k, ctx, x, y, relaxed=True) + [differ] + overlap)
+    if res == "unsat":
+        return None
+    q = _two_block_facts(k, ctx, x, y, relaxed=False) + [differ] + overlap
+    res, m = ctx.solve(q + ctx.product_lemmas(q) + ctx.order_lemmas(q))
+    if res == "sat":
+        what = "write" if y.write else "write and read"
+        box = "a TMA store's box" if "box_coords" in x.extra or y.write else "a TMA load's box"
+        f = site_finding(k, ctx, "barriers.global_race", x,
+                         f"blocks {what} the same bytes of {x.buf.name} ({box}) with no atomic and no "
+                         "order between blocks", m, q)
+        f.access = x.text if x is y else f"{x.text}  <->  {y.text}"
+        return f
+    if res == "unknown":
+        return unknown("barriers.global_race", f"solver could not decide a TMA store's box ({m})", x, k)
+    return None
 
 
 def _monomials(t):

@@ -43,7 +43,7 @@ def _accesses(k, ctx, scope):
     for s in k.sites:
         if s.kind != "access" or s.buf is None or s.buf.scope != scope:
             continue
-        if s.op in ("tma_load", "tma_store") and scope == "global":
+        if s.op in ("tma_load", "tma_store", "tma_store_box", "tma_load_box") and scope == "global":
             continue  # TMA reaches global memory through its descriptor: checked in bounds.tma
         n += 1
         if s.buf.size is None:
