@@ -88,7 +88,10 @@ SPP_MAX_MEAN_TOKENS = 512
 SPP_SHORT_MEAN_TOKENS = 128
 SPP_MIN_PROGRAMS = (1056, 4096)   # (short sequences, longer ones)
 SPP8_MIN_PROGRAMS = 1024
-SPP8_RLIMIT = 100_000_000
+# verify's resource limit for every query of the grouped K2 builds (K2Config.verify_rlimit): one
+# race query of spp8's loader ring takes 39-67 M Z3 units; spp4's largest takes 16.7 M alone and
+# exhausts the default 20 M in both strategies in some worker orders (session 27, verify 2.14.0).
+SPP_RLIMIT = 100_000_000
 
 
 def _programs(N: int, HV: int, spp: int) -> int:
@@ -327,13 +330,13 @@ class K2Config(StateIO):
     # Sequences a program walks (issue 9's many short sequences; varlen, mode "full"): one program
     # per SPP consecutive sequences of a head block, the ring running across them (slot and parity
     # from one chunk counter a role), so the ring's fill and the program's launch are paid once
-    # per SPP sequences, not per sequence (released: 4 and 8, configs.use_spp). verify 2.13.0
-    # proves 4 at the default limit, 8 with verify_rlimit, not yet 16 (three race queries
+    # per SPP sequences, not per sequence (released: 4 and 8, configs.use_spp). verify proves 4
+    # and 8 with verify_rlimit (configs.SPP_RLIMIT), not yet 16 (three race queries
     # UNKNOWN; bench/NOTES.md, sessions 25 and 26).
     seqs_per_program: int = 1
     # Z3 units a verify query of this build may take where the default (verify.solver.RLIMIT) is
     # too little; a proof under any limit is a proof. 8 sequences a program: one race query of the
-    # loader's ring slots takes 38.8 M (session 26).
+    # loader's ring slots takes 38.8 M (session 26); 4 a program: up to the default 20 M (session 27).
     verify_rlimit: int = 0
     # Pass A with u0_in_k2: its identity-row programs (the K rows that carry M, where U0 = 0) load
     # no v and no Ab and leave out U0's product, which they only multiplied by zero. Pass A's DRAM

@@ -19,7 +19,7 @@ import itertools
 from dataclasses import asdict, dataclass
 from typing import Union
 
-from .configs import SPP8_RLIMIT, SPPS, DecodeConfig, K1Config, K2Config, ScanConfig, split_pass
+from .configs import SPP_RLIMIT, SPPS, DecodeConfig, K1Config, K2Config, ScanConfig, split_pass
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
@@ -93,7 +93,7 @@ def _released() -> tuple[Build, ...]:
     # across them. Varlen only: kda_prefill passes a fixed batch to it as B sequences.
     for spp, h0, out_final in itertools.product(SPPS, (None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2", K2Config(varlen=True, initial_state=h0, final_state=out_final, u0_in_k2=True,
-                                           seqs_per_program=spp, verify_rlimit=SPP8_RLIMIT if spp == 8 else 0)))
+                                           seqs_per_program=spp, verify_rlimit=SPP_RLIMIT)))
     # 32-token chunks where each SM holds at most one chain (configs.use_chunk32): the chain's
     # steps halve (K2 1.30 -> 0.83 ms at H32 1x32768), K1 costs more (0.57 -> 0.69, unguarded
     # stores since session 19). bench/NOTES.md, sessions 18 and 19. Session 22: the accurate builds

@@ -11,16 +11,22 @@ import z3
 from .z3expr import DTYPE_RANGE, BodyNames, reads_memory
 
 # Each query gets a Z3 resource limit (`rlimit`, in Z3's deterministic resource units) instead
-# of a wall-clock timeout, and runs in a fresh Z3 context (see _check), so a verdict depends
-# neither on the machine's speed or load nor on what the worker solved before. The largest
+# of a wall-clock timeout, and runs in a fresh Z3 context (see _check), so a verdict does not
+# depend on the machine's speed or load (nor, meant so, on what the worker solved before: see
+# session 27 below). The largest
 # query of the 48 released builds takes RLIMIT_MEASURED units (z3 4.15.4, verify 2.13.0: one
 # query of the fixed 16-token K1 with early loads and the lean prologue, 12.1 million under
 # 2.12.0 too; `python -m verify` prints each run's largest). That leaves only ~1.6x headroom
 # (it was ~25x over the 28 builds of 2.2.0); a query over the limit is asked once more presolved
 # (_check). Session 26 (60 builds): 14.4 M in one run; in others, with another order of the
 # workers' memo, one query of the K2 over four sequences a program exhausts the limit in its first
-# strategy and proves in the second. The eight-a-program K2 builds take their own limit
-# (K2Config.verify_rlimit; largest query 67 M). A query that exhausts the limit takes 3-13 s on the 2-core development machine.
+# strategy and proves in the second. Session 27 (2.14.0): the same build proved alone (largest
+# query 16.7 M) and was UNKNOWN in a two-worker run, both strategies exhausted: a query's work
+# still depends on what the worker did before it (how, not found: the conjuncts' order is a
+# suspect), so the verdict at a limit this close to a query's need is not stable. The grouped
+# K2 builds (four and eight sequences a program) take their own limit (K2Config.verify_rlimit,
+# configs.SPP_RLIMIT; largest query 67 M). A query that exhausts the limit takes 3-13 s on the
+# 2-core development machine.
 # KDA_VERIFY_RLIMIT overrides it (0: no limit).
 RLIMIT_MEASURED = 12_305_648
 RLIMIT = 20_000_000
@@ -398,9 +404,10 @@ class Ctx:
             stats["cached"] += 1
             return hit[1]
         # Each query runs in a fresh Z3 context of its own: the work Z3 does (and so the
-        # resource units it counts) then depends on the query alone, not on what the worker
-        # process solved before (the main context's term numbering and caches), so a verdict
-        # is the same whichever worker, order or machine runs it.
+        # resource units it counts) then depends on the query alone, not on the main context's
+        # term numbering and caches. (The query itself can still come out differently after
+        # other kernels in the same worker: session 27 saw one proof and one UNKNOWN of a build
+        # near the limit; see RLIMIT above.)
         first = self.presolve_first
         r, s, used = _run(formulas, limit, first)
         if r == z3.unknown and limit and used >= limit:
