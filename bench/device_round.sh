@@ -567,11 +567,11 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     # session 27, prepared: the slab pipeline (kda_tile.slabs.run_pipelined, forced on): build, its
     # GPU tests (every state mode, bitwise against the whole call, graph replay, memory under a
     # limit), then its times against the whole call and the serial slabs (bench/pipeline_probe.py)
-    timeout 110 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    timeout 200 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k pipeline > "$OUT/pytest_pipeline.log" 2>&1
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 150 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k pipeline > "$OUT/pytest_pipeline.log" 2>&1
     tail -3 "$OUT/pytest_pipeline.log"
-    timeout 300 python -u bench/pipeline_probe.py > "$OUT/pipeline_probe.log" 2>&1
-    grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -40 ;;
+    timeout 330 python -u bench/pipeline_probe.py > "$OUT/pipeline_probe.log" 2>&1
+    grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -75 ;;
   round27a)
     # session 27: K1 beside resident chains where the chains leave SMs idle (the released pairs;
     # H32 1x32768 and 1x131072: 64 chains on 132 SMs; H64 1x8192: 128), the number a pipeline of

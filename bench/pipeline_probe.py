@@ -36,6 +36,30 @@ SHAPES = [  # label, T, H, cu, slab counts; chains = 2 H
 LIMITS = [("H96 1x8192 cu", 8192, 96, 64), ("H32 1x32768 cu", 32768, 32, 64)]   # label, T, H, MB
 
 
+def timeline(T=32768, H=32, n=8):
+    """One pipelined call at H32 1x32768 with each launch timed on its stream: when each slab's K1
+    and K2 ran (us from the first K1's start), so a failed prediction shows whether K1 ran beside
+    K2 at all."""
+    import kda_tile
+    from kda_tile import api, slabs
+    d = k1_round.inputs(1, T, H, [T], seed=T + H)
+    args = [d[k] for k in ("q", "k", "v", "g", "beta")]
+    kw = dict(A_log=d["A_log"], dt_bias=d["dt_bias"], cu_seqlens=d["cu"])
+    api.set_pipeline(True)
+    api.PIPE_SLABS = n
+    api._PIPE.clear()
+    kda_tile.kda_prefill(*args, **kw)
+    slabs.TRACE = []
+    kda_tile.kda_prefill(*args, **kw)
+    torch.cuda.synchronize()
+    trace, slabs.TRACE = slabs.TRACE, None
+    api.set_pipeline(None)
+    t0 = trace[0][2]
+    print(f"timeline H{H} 1x{T}, {n} slabs (us from the first K1's start):")
+    for j, kern, a, b in trace:
+        print(f"  slab {j:2d} {kern}: {t0.elapsed_time(a) * 1e3:8.1f} -> {t0.elapsed_time(b) * 1e3:8.1f}")
+
+
 def main():
     import kda_tile
     from kda_tile import api
@@ -81,6 +105,7 @@ def main():
                 api.set_pipeline(None)
             del d, args
         api.PIPE_SLABS = kda_tile.api._configs.PIPE_SLABS
+        timeline()
         for label, T, H, mb in ([] if quick else LIMITS):
             d = k1_round.inputs(1, T, H, [T], seed=T + H)
             args = [d[n] for n in ("q", "k", "v", "g", "beta")]

@@ -143,6 +143,9 @@ SKIP_K1, SKIP_K2 = 256, 512
 WS_SLACK = 7 * 256
 # device -> (K1's stream, K2's stream)
 _STREAMS: dict = {}
+# A list: run_pipelined appends (slab, "K1" or "K2", start event, end event) of each launch, timed
+# events on the launch's stream (bench/pipeline_probe.py's timeline); None: no events.
+TRACE = None
 
 
 def _streams(device):
@@ -151,6 +154,16 @@ def _streams(device):
         # lower is higher; torch maps -1 into the device's range
         s = _STREAMS[device] = (torch.cuda.Stream(device, priority=0), torch.cuda.Stream(device, priority=-1))
     return s
+
+
+def _traced(j, kernel, stream, launch):
+    if TRACE is None:
+        return launch()
+    t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0.record(stream)
+    launch()
+    t1.record(stream)
+    TRACE.append((j, kernel, t0, t1))
 
 
 def pipeline_workspace_bytes(tokens: int, HV: int, chunk: int, varlen: bool) -> int:
@@ -184,12 +197,12 @@ def run_pipelined(raw_for, tokens, chunk, q, k, v, g, beta, *, A_log, dt_bias, l
         with torch.cuda.stream(lo):
             if j >= 2:
                 lo.wait_event(k2_done[j - 2])
-            raw(*a, SKIP_K2 | 8, ws[j % 2])
+            _traced(j, "K1", lo, lambda: raw(*a, SKIP_K2 | 8, ws[j % 2]))
             k1_done = torch.cuda.Event()
             k1_done.record(lo)
         with torch.cuda.stream(hi):
             hi.wait_event(k1_done)
-            raw(*a, SKIP_K1 | 8, ws[j % 2])
+            _traced(j, "K2", hi, lambda: raw(*a, SKIP_K1 | 8, ws[j % 2]))
             ev = torch.cuda.Event()
             ev.record(hi)
             k2_done.append(ev)
