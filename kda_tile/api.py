@@ -112,7 +112,21 @@ _RULES_MIN_ELEMS = _RULES_MIN_TOKENS * 128   # q's elements: fewer, and no q row
 # exceed WORKSPACE_LIMIT bytes runs as consecutive slabs under it. None: no limit (the default
 # until the slabs' cost is measured on the H200; bench/slab_probe.py). KDA_TILE_WORKSPACE_MB at
 # import, or set_workspace_limit().
-WORKSPACE_LIMIT = (int(os.environ["KDA_TILE_WORKSPACE_MB"]) << 20) if os.environ.get("KDA_TILE_WORKSPACE_MB") else None
+def _env_count(name: str) -> Optional[int]:
+    """A positive integer environment variable, None where unset or empty."""
+    raw = os.environ.get(name, "")
+    if not raw:
+        return None
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise ValueError(f"{name}: expected a positive integer, got {raw!r}")
+    return n
+
+
+WORKSPACE_LIMIT = (_env_count("KDA_TILE_WORKSPACE_MB") or 0) << 20 or None
 # (N, T, HV) -> slab tokens (0: one call)
 _SLAB: dict = {}
 
@@ -181,7 +195,7 @@ def _slabbed(tokens, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initi
 # import) or none (False; KDA_TILE_PIPELINE=0). PIPE_SLABS slabs (KDA_TILE_PIPE_SLABS), fewer where
 # a slab would be shorter than slabs.MIN_TOKENS, more where WORKSPACE_LIMIT needs smaller ones.
 PIPELINE = {"1": True, "0": False}.get(os.environ.get("KDA_TILE_PIPELINE", ""))
-PIPE_SLABS = int(os.environ.get("KDA_TILE_PIPE_SLABS", "0")) or _configs.PIPE_SLABS
+PIPE_SLABS = _env_count("KDA_TILE_PIPE_SLABS") or _configs.PIPE_SLABS
 # (N, T, HV) -> the pipeline's slab tokens (0: not pipelined)
 _PIPE: dict = {}
 

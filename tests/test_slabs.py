@@ -449,3 +449,15 @@ def test_pipeline_through_the_entry(monkeypatch, T, HV, cu, h0, want_ht):
     assert len(calls) == 2 * n and sum(c[0] for c in calls) == 2 * T
     assert len({c[2] for c in calls}) == 2
     assert (ht is not None) == want_ht and (ht is None or ht.dtype == (h0 or torch.float32))
+
+
+@pytest.mark.parametrize("name,value", [("KDA_TILE_PIPE_SLABS", "x"), ("KDA_TILE_PIPE_SLABS", "-2"),
+                                        ("KDA_TILE_WORKSPACE_MB", "0"), ("KDA_TILE_WORKSPACE_MB", "64MB")])
+def test_bad_environment_counts_are_named(name, value):
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, **{name: value})
+    r = subprocess.run([sys.executable, "-c", "import kda_tile.api"], env=env, capture_output=True, text=True)
+    assert r.returncode != 0
+    assert r.stderr.strip().splitlines()[-1] == f"ValueError: {name}: expected a positive integer, got {value!r}"
