@@ -12,6 +12,17 @@ from . import gate
 _STATE_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
 
 
+def _env_choice(name: str, choices: dict):
+    """choices[value] of an environment variable, None where unset or empty; any other value
+    stops the import with an error naming it."""
+    raw = os.environ.get(name, "")
+    if not raw:
+        return None
+    if raw not in choices:
+        raise ValueError(f"{name}: expected one of {', '.join(sorted(choices))} or unset, got {raw!r}")
+    return choices[raw]
+
+
 def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optional[str], output_final_state: bool,
                   split: bool = False, chunk: int = 16, spp: int = 1):
     """(K1, K2) for chunks of `chunk` tokens, K2 walking `spp` sequences a program, or with `split`
@@ -64,7 +75,7 @@ def chunk_for(q, v, cu_seqlens) -> int:
 
 # (N, T, HV) -> chunk_for's answer
 _CHUNK: dict = {}
-FORCE_CHUNK = {"16": 16, "32": 32}.get(os.environ.get("KDA_TILE_CHUNK", ""))
+FORCE_CHUNK = _env_choice("KDA_TILE_CHUNK", {"16": 16, "32": 32})
 
 
 def spp_for(q, v, cu_seqlens) -> int:
@@ -78,7 +89,7 @@ def spp_for(q, v, cu_seqlens) -> int:
 
 # (N, T, HV) -> spp_for's answer
 _SPP: dict = {}
-FORCE_SPP = {str(n): n for n in (1,) + _configs.SPPS}.get(os.environ.get("KDA_TILE_SPP", ""))
+FORCE_SPP = _env_choice("KDA_TILE_SPP", {str(n): n for n in (1,) + _configs.SPPS})
 
 
 def use_split(q, v, cu_seqlens) -> bool:
@@ -102,7 +113,7 @@ _SPLIT: dict = {}
 # has SPLIT_MIN_G segments of SPLIT_MIN_CHUNKS chunks or more
 _SPLIT_MIN_TOKENS = (_configs.SPLIT_MIN_G * _configs.SPLIT_MIN_CHUNKS - 1) * 16 + 1
 # None: the rule decides; True or False: every call takes the split or not (tests, benchmarks)
-FORCE_SPLIT = {"1": True, "0": False}.get(os.environ.get("KDA_TILE_SPLIT", ""))
+FORCE_SPLIT = _env_choice("KDA_TILE_SPLIT", {"1": True, "0": False})
 # below this many tokens in q.shape[1] neither rule applies: no split, 16-token chunks
 _RULES_MIN_TOKENS = min(_SPLIT_MIN_TOKENS, _configs.CHUNK32_MIN_TOKENS)
 _RULES_MIN_ELEMS = _RULES_MIN_TOKENS * 128   # q's elements: fewer, and no q row is that long
@@ -194,7 +205,7 @@ def _slabbed(tokens, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initi
 # configs.use_pipeline takes (PIPELINE None), or every such call (True; KDA_TILE_PIPELINE=1 at
 # import) or none (False; KDA_TILE_PIPELINE=0). PIPE_SLABS slabs (KDA_TILE_PIPE_SLABS), fewer where
 # a slab would be shorter than slabs.MIN_TOKENS, more where WORKSPACE_LIMIT needs smaller ones.
-PIPELINE = {"1": True, "0": False}.get(os.environ.get("KDA_TILE_PIPELINE", ""))
+PIPELINE = _env_choice("KDA_TILE_PIPELINE", {"1": True, "0": False})
 PIPE_SLABS = _env_count("KDA_TILE_PIPE_SLABS") or _configs.PIPE_SLABS
 # (N, T, HV) -> the pipeline's slab tokens (0: not pipelined)
 _PIPE: dict = {}

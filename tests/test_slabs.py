@@ -451,13 +451,17 @@ def test_pipeline_through_the_entry(monkeypatch, T, HV, cu, h0, want_ht):
     assert (ht is not None) == want_ht and (ht is None or ht.dtype == (h0 or torch.float32))
 
 
-@pytest.mark.parametrize("name,value", [("KDA_TILE_PIPE_SLABS", "x"), ("KDA_TILE_PIPE_SLABS", "-2"),
-                                        ("KDA_TILE_WORKSPACE_MB", "0"), ("KDA_TILE_WORKSPACE_MB", "64MB")])
-def test_bad_environment_counts_are_named(name, value):
+@pytest.mark.parametrize("name,value,want", [
+    ("KDA_TILE_PIPE_SLABS", "x", "expected a positive integer"), ("KDA_TILE_PIPE_SLABS", "-2", "expected a positive integer"),
+    ("KDA_TILE_WORKSPACE_MB", "0", "expected a positive integer"),
+    ("KDA_TILE_WORKSPACE_MB", "64MB", "expected a positive integer"),
+    ("KDA_TILE_SPP", "16", "expected one of 1, 4, 8 or unset"), ("KDA_TILE_CHUNK", "64", "expected one of 16, 32 or unset"),
+    ("KDA_TILE_SPLIT", "yes", "expected one of 0, 1 or unset"), ("KDA_TILE_PIPELINE", "on", "expected one of 0, 1 or unset")])
+def test_bad_environment_values_are_named(name, value, want):
     import os
     import subprocess
     import sys
     env = dict(os.environ, **{name: value})
     r = subprocess.run([sys.executable, "-c", "import kda_tile.api"], env=env, capture_output=True, text=True)
     assert r.returncode != 0
-    assert r.stderr.strip().splitlines()[-1] == f"ValueError: {name}: expected a positive integer, got {value!r}"
+    assert r.stderr.strip().splitlines()[-1] == f"ValueError: {name}: {want}, got {value!r}"
