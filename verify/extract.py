@@ -482,18 +482,23 @@ class Extractor:
             return None
         known = self.by_name.get(str(data.name))
         if known is not None and known.scope == "global" and known.size_source == "signature":
-            self.bufs[data] = known      # first met as a TMA store's tensor (_global_by_name)
+            self.bufs[data] = known      # first met as a TMA box's tensor (_global_by_name)
             return known
-        src = {str(b.data.name): b for b in self.L.source_func.buffer_map.values()}.get(str(data.name))
+        return self._signature_buffer(str(data.name), data)
+
+    def _signature_buffer(self, name, data=None):
+        """A global BufInfo for the kernel's tensor `name`, sized from the signature and registered
+        under `data` (the device variable; by default the signature's own); None if no such tensor."""
+        src = {str(b.data.name): b for b in self.L.source_func.buffer_map.values()}.get(name)
         if src is None:
             return None
         elems = z3.IntVal(1)
         for x in src.shape:
             elems = elems * self._by_name_int(x)
         dt = str(src.dtype)
-        info = M.BufInfo(name=str(data.name), scope="global", dtype=dt, elem_bytes=dtype_bytes(dt),
-                         size=elems, size_source="signature", readonly=str(data.name) in self.readonly)
-        self._register(data, info)
+        info = M.BufInfo(name=name, scope="global", dtype=dt, elem_bytes=dtype_bytes(dt), size=elems,
+                         size_source="signature", readonly=name in self.readonly)
+        self._register(src.data if data is None else data, info)
         return info
 
     def _by_name_int(self, e):
@@ -1207,17 +1212,7 @@ class Extractor:
         known = self.by_name.get(name)
         if known is not None and known.scope == "global":
             return known
-        src = {str(b.data.name): b for b in self.L.source_func.buffer_map.values()}.get(name)
-        if src is None:
-            return None
-        elems = z3.IntVal(1)
-        for x in src.shape:
-            elems = elems * self._by_name_int(x)
-        dt = str(src.dtype)
-        info = M.BufInfo(name=name, scope="global", dtype=dt, elem_bytes=dtype_bytes(dt), size=elems,
-                         size_source="signature", readonly=name in self.readonly)
-        self._register(src.data, info)
-        return info
+        return self._signature_buffer(name)
 
     def _cp_async(self, form, r):
         if "pred" in r:
