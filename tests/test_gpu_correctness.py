@@ -273,6 +273,19 @@ def test_slabs(T, H, limit_mb, cu):
         api.set_workspace_limit(None)
 
 
+def _prefill_extra_memory(args, kw):
+    """kda_prefill(*args, **kw) with the allocator's cache emptied first: (o, final state, peak
+    device bytes beyond the inputs and those two outputs)."""
+    import kda_tile
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    o, ht = kda_tile.kda_prefill(*args, **kw)
+    torch.cuda.synchronize()
+    return o, ht, torch.cuda.max_memory_allocated() - base - o.numel() * o.element_size() - ht.numel() * 4
+
+
 # The slab pipeline (kda_tile.slabs.run_pipelined, forced on): K1 of slab j + 1 beside K2 of slab
 # j on two streams, each slab's pair on one of two workspaces; 16- and 32-token chunks, fixed and
 # cu_seqlens, tails, every state mode.
@@ -307,13 +320,7 @@ def test_pipeline_whole_graph_memory(T, H, limit_mb):
         api.set_pipeline(True)
         api.set_workspace_limit(None if limit_mb is None else limit_mb << 20)
         assert api._pipe_rule(1, T, H) > 0
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
-        o, ht = kda_tile.kda_prefill(*args, **kw)
-        torch.cuda.synchronize()
-        extra = torch.cuda.max_memory_allocated() - base - o.numel() * o.element_size() - ht.numel() * 4
+        o, ht, extra = _prefill_extra_memory(args, kw)
         assert torch.equal(o, o_whole) and torch.equal(ht, ht_whole)
         if limit_mb is not None:
             assert extra <= limit_mb << 20, extra / 2 ** 20
@@ -350,13 +357,7 @@ def test_slabs_memory(T, H):
     api.empty_cache()
     try:
         api.set_workspace_limit(64 << 20)
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
-        o, ht = kda_tile.kda_prefill(*args, **kw)
-        torch.cuda.synchronize()
-        extra = torch.cuda.max_memory_allocated() - base - o.numel() * o.element_size() - ht.numel() * 4
+        o, ht, extra = _prefill_extra_memory(args, kw)
     finally:
         api.set_workspace_limit(None)
         api.empty_cache()

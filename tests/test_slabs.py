@@ -89,18 +89,25 @@ def _reference_call(calls):
     return call
 
 
-@pytest.mark.parametrize("h0", [None, torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("want_ht", [False, True])
-@pytest.mark.parametrize("cu", [False, True])
-def test_slab_loop_matches_the_whole_sequence(h0, want_ht, cu):
-    T, H, tokens = 200, 2, 64
-    x = random_inputs(1, T, H, seed=7 + T)
+def _one_sequence(T, H, seed, h0, cu):
+    """Random inputs of one sequence, the call's keywords, its initial state in dtype h0 (or None),
+    cu_seqlens (or None) and the float64 chunked reference run whole (o, final state)."""
+    x = random_inputs(1, T, H, seed=seed)
     q, k, v, g, beta = (x[n] for n in ("q", "k", "v", "g", "beta"))
     kw = dict(A_log=x["A_log"], dt_bias=x["dt_bias"], lower_bound=-5.0, scale=None)
     init = None if h0 is None else torch.randn(1, H, 128, 128).to(h0)
     cu_seqlens = torch.tensor([0, T]) if cu else None
     ro, rht = kda_chunked(q, k, v, g, beta, **kw, initial_state=None if init is None else init.double(),
                           output_final_state=True, cu_seqlens=cu_seqlens)
+    return (q, k, v, g, beta), kw, init, cu_seqlens, ro, rht
+
+
+@pytest.mark.parametrize("h0", [None, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("want_ht", [False, True])
+@pytest.mark.parametrize("cu", [False, True])
+def test_slab_loop_matches_the_whole_sequence(h0, want_ht, cu):
+    T, H, tokens = 200, 2, 64
+    (q, k, v, g, beta), kw, init, cu_seqlens, ro, rht = _one_sequence(T, H, 7 + T, h0, cu)
     calls = []
     out = torch.full(v.shape, float("nan"), dtype=BF)
     o, ht = slabs.run(_reference_call(calls), tokens, q, k, v, g, beta, **kw, initial_state=init,
@@ -317,13 +324,7 @@ def test_pipeline_orders_each_slab_and_matches_the_whole_sequence(monkeypatch, h
     monkeypatch.setattr(torch.cuda, "Event", _Event)
     monkeypatch.setattr(slabs, "_streams", lambda device: fake.side)
     T, H, tokens = 232, 2, 64
-    x = random_inputs(1, T, H, seed=11 + T)
-    q, k, v, g, beta = (x[n] for n in ("q", "k", "v", "g", "beta"))
-    kw = dict(A_log=x["A_log"], dt_bias=x["dt_bias"], lower_bound=-5.0, scale=None)
-    init = None if h0 is None else torch.randn(1, H, 128, 128).to(h0)
-    cu_seqlens = torch.tensor([0, T]) if cu else None
-    ro, rht = kda_chunked(q, k, v, g, beta, **kw, initial_state=None if init is None else init.double(),
-                          output_final_state=True, cu_seqlens=cu_seqlens)
+    (q, k, v, g, beta), kw, init, cu_seqlens, ro, rht = _one_sequence(T, H, 11 + T, h0, cu)
     before = fake.main.push(what="caller's earlier work")
     log = []
     o, ht = slabs.run_pipelined(_pipeline_raw(fake, log), tokens, 16, q, k, v, g, beta, **kw, initial_state=init,
