@@ -55,6 +55,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23c # prepared in session 22: kda_prefill(out=o) host time interleaved with its floor (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round28a # session 28: K2 longest first against the released K2, ragged and uniform rows (JIT, ~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round27b # session 27, prepared: the slab pipeline's GPU tests and times (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round27a # session 27: K1 beside resident chains where chains leave SMs idle (H32 1x32768, 1x131072, H64 1x8192; ~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23b # prepared in session 22: K1 beside resident chains, high-priority K2 first (~2 min)
@@ -572,6 +573,14 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     tail -3 "$OUT/pytest_pipeline.log"
     timeout 330 python -u bench/pipeline_probe.py > "$OUT/pipeline_probe.log" 2>&1
     grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -75 ;;
+  round28a)
+    # session 28: K2 longest first (K2Config.longest_first, JIT) against the released K2 at 16 and
+    # 32 tokens: ragged rows (bench/lpt_sim.py predicts -21% at H96 and H64 ragged6) and uniform
+    # ones (predicted unchanged), with the order's own cost (argsort on the device)
+    K2_SHAPES="H96 1x8192;H64 8x1024;H96 16x1024;H96 ragged6;H64 ragged6;H32 ragged5;H32 256x512" \
+      timeout 400 python bench/k2_round.py 1,3,2,u0k2 1,3,2,u0k2,lf 1,3,2,u0k2,ch32 1,3,2,u0k2,ch32,lf > "$OUT/k2_lf.log" 2>&1
+    grep -E "Error|error" "$OUT/k2_lf.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_lf.log" | tail -10
+    grep -o '"[^"]*order ms": [0-9.]*' "$OUT/k2_lf.log" | head -14 ;;
   round27a)
     # session 27: K1 beside resident chains where the chains leave SMs idle (the released pairs;
     # H32 1x32768 and 1x131072: 64 chains on 132 SMs; H64 1x8192: 128), the number a pipeline of

@@ -33,20 +33,22 @@ DEFAULT = [RELEASED, "1,3,2,no_store"]
 
 def k2_config(spec, varlen):
     """spec: consumers,stages,min_blocks[,probe][,u0k2][,rNNN consumer registers][,guarded|row]
-    [,unroll][,ch32][,sppN: N sequences a program, varlen only][,nostate: no initial or final
-    state] (K2Config.store, unroll_ring, chunk, seqs_per_program) (session
+    [,unroll][,ch32][,sppN: N sequences a program, varlen only][,lf: longest sequence first,
+    varlen only][,nostate: no initial or final state] (K2Config.store, unroll_ring, chunk,
+    seqs_per_program, longest_first) (session
     15's step forms "mo", "ua", "gp" are in commit a8a4af4)"""
     nw, st, mb, *rest = spec.split(",")
     regs = [int(r[1:]) for r in rest if re.fullmatch(r"r\d+", r)]
     spp = [int(r[3:]) for r in rest if re.fullmatch(r"spp\d+", r)]
     forms = {"guarded": ("store", "guarded"), "row": ("store", "row"), "unroll": ("unroll_ring", True),
              "ch32": ("chunk", 32)}
-    probe = [r for r in rest if r not in ("u0k2", "nostate") and r not in forms
+    probe = [r for r in rest if r not in ("u0k2", "nostate", "lf") and r not in forms
              and not re.fullmatch(r"r\d+|spp\d+", r)]
     state = "nostate" not in rest
     cfg = K2Config(varlen=varlen, initial_state="float32" if state else None, final_state=state,
                    consumers=int(nw), stages=int(st), min_blocks=int(mb), probe=probe[0] if probe else "",
                    u0_in_k2="u0k2" in rest, seqs_per_program=spp[0] if spp and varlen else 1,
+                   longest_first=varlen and "lf" in rest,
                    **dict(forms[r] for r in rest if r in forms))
     if regs:
         # rNNN: NNN consumer registers, the loading warpgroup gets the rest of the launch's
@@ -74,7 +76,10 @@ def k2_call(spec, d, ws, h0):
     cfg = k2_config(spec, varlen)
     ht = torch.full((N,) + h0.shape[1:], float("nan"), device="cuda") if cfg.final_state else None
     kern = k1_round.compiled(cfg)
-    args = k1_round.args_for(cfg, dict(ws, v=d["v"], cu_seqlens=d["cu"], h0=h0, o=o, ht=ht))
+    order = None
+    if cfg.longest_first:   # what the API would pass: the sequences by length, longest first
+        order = torch.argsort(d["cu"][1:] - d["cu"][:-1], descending=True, stable=True).to(torch.int32)
+    args = k1_round.args_for(cfg, dict(ws, v=d["v"], cu_seqlens=d["cu"], h0=h0, o=o, ht=ht, order=order))
     return (lambda: kern(*args)), o, ht
 
 
@@ -110,7 +115,10 @@ def correctness(spec):
 SHAPES = [("H96 1x8192", 8192, 96, [8192]), ("H64 8x1024", 8192, 64, [1024] * 8),
           ("H96 16x1024", 16384, 96, [1024] * 16), ("H32 1x32768", 32768, 32, [32768]),
           ("H8 1x65536", 65536, 8, [65536]), ("H32 2048x64", 131072, 32, [64] * 2048),
-          ("H32 8192x16", 131072, 32, [16] * 8192), ("H32 256x512", 131072, 32, [512] * 256)]
+          ("H32 8192x16", 131072, 32, [16] * 8192), ("H32 256x512", 131072, 32, [512] * 256),
+          ("H96 ragged6", 8192, 96, [1300, 547, 2048, 963, 271, 3063]),
+          ("H64 ragged6", 8192, 64, [1300, 547, 2048, 963, 271, 3063]),
+          ("H32 ragged5", 32768, 32, [100, 5000, 300, 20000, 7368])]
 # K2_SHAPES="H32 2048x64;H32 8192x16" keeps those rows only
 if os.environ.get("K2_SHAPES"):
     SHAPES = [s for s in SHAPES if s[0] in os.environ["K2_SHAPES"].split(";")]
@@ -151,6 +159,11 @@ def main():
             torch.cuda.synchronize()
             row[f"{label} ms"] = do_bench(go2, warmup=10, rep=100, return_mode="median")
             row[f"{label} K1 ms"] = do_bench(go1, warmup=10, rep=100, return_mode="median")
+            if k2_config(spec, True).longest_first:   # the order the API computes a call
+                cu = d["cu"]
+                row[f"{label} order ms"] = do_bench(
+                    lambda: torch.argsort(cu[1:] - cu[:-1], descending=True, stable=True).to(torch.int32),
+                    warmup=10, rep=100, return_mode="median")
             del ws, d
         rows.append(row)
         print(json.dumps(row), flush=True)

@@ -334,6 +334,13 @@ class K2Config(StateIO):
     # and 8 with verify_rlimit (configs.SPP_RLIMIT), not yet 16 (three race queries
     # UNKNOWN; bench/NOTES.md, sessions 25 and 26).
     seqs_per_program: int = 1
+    # Varlen, one sequence a program: programs go to sequences through `order` [N] (a permutation
+    # of the sequences, longest first, that the caller computes on the device), the rank in y, the
+    # slower digit of the launch order (N <= 65535), so the longest sequences' programs launch
+    # first and a ragged batch's tail is short ones. A program whose entry is outside [0, N) leaves
+    # at once. Proved (session 28, verify 2.15.0 models the early return); bench/lpt_sim.py
+    # predicts K2 -21% on bench_peers' ragged rows, nothing on uniform ones.
+    longest_first: bool = False
     # Z3 units a verify query of this build may take where the default (verify.solver.RLIMIT) is
     # too little; a proof under any limit is a proof. 8 sequences a program: one race query of the
     # loader's ring slots takes 38.8 M (session 26); 4 a program: up to the default 20 M (session 27).
@@ -388,6 +395,7 @@ class K2Config(StateIO):
     def _form_tag(self) -> str:
         return ((f"_st{self.store}" if self.store != "whole" else "") + ("_unroll" if self.unroll_ring else "")
                 + (f"_spp{self.seqs_per_program}" if self.seqs_per_program != 1 else "")
+                + ("_lf" if self.longest_first else "")
                 + ("_leanid" if self.lean_id else "")
                 + (f"_ch{self.chunk}" if self.chunk != CHUNK else ""))
 
@@ -417,9 +425,16 @@ class K2Config(StateIO):
         pre += [f"{v} == {e}" for v, e in self.derived_vars().items()]
         if self.varlen:
             pre += ["B == 1", "N1 >= 2", "N1 <= 2**20 + 1"]
+        if self.longest_first:
+            pre += ["N1 <= 65536"]
         if self.mode != "full":
             pre += ["G >= 1", "G <= 1024", "L >= 1", "L <= 2**20"]
         return pre
+
+    def distinct(self) -> tuple:
+        """Index buffers whose non-negative entries `verify` may assume pairwise distinct:
+        longest_first's order (a permutation the API computes by argsort)."""
+        return ("order",) if self.longest_first else ()
 
 
 def split_pass(mode: str, consumers: int = None, chunk: int = None, lean: bool = None) -> "K2Config":

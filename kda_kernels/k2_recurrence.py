@@ -132,6 +132,8 @@ def build_k2(cfg: K2Config):
     SPP = cfg.seqs_per_program
     assert SPP == 1 or (cfg.varlen and mode == "full" and not cfg.unroll_ring and cfg.u0_in_k2), \
         f"{cfg.name}: several sequences a program take a varlen chain with u0_in_k2"
+    LF = cfg.longest_first
+    assert not LF or (cfg.varlen and mode == "full" and SPP == 1), f"{cfg.name}: longest_first is varlen, full, spp 1"
 
     B = T.dynamic("B")
     Tn = T.dynamic("T")
@@ -306,17 +308,29 @@ def build_k2(cfg: K2Config):
                         count[0] = count[0] + 1
 
     @T.macro
-    def _body(Wk, qd, kr, U0, Ab, v, Mqk, gC, cu_seqlens, h0, o, ht, L=None):
+    def _body(Wk, qd, kr, U0, Ab, v, Mqk, gC, cu_seqlens, h0, o, ht, L=None, order=None):
         # the split: G segments of L chunks a sequence (L a scalar parameter that the host derives
         # with G from the shapes, G L >= a sequence's chunks; kda_kernels.configs.split_plan)
         # The sequence is grid x (up to 2^31 - 1; y and z stop at 65535), by = hv * (ROWS / BP) + vb,
         # and the split's segment is z (its own grid index, so that `verify` bounds gs * L).
-        grid = ((T.ceildiv(NS, SPP) if SPP > 1 else NS, HV * (ROWS // BP)) if mode == "full"
+        # longest_first: the sequence's rank in `order` is y, the slower digit of the launch order,
+        # so that the programs of the longest sequences launch first (N <= 65535)
+        grid = ((HV * (ROWS // BP), NS) if LF
+                else (T.ceildiv(NS, SPP) if SPP > 1 else NS, HV * (ROWS // BP)) if mode == "full"
                 else (NS, HV * (ROWS // BP), G))
         with T.Kernel(*grid, threads=cfg.threads) as bxyz:
-            n = bxyz[0]
-            hv = bxyz[1] // (ROWS // BP)
-            vb = bxyz[1] % (ROWS // BP)
+            if LF:
+                hb = bxyz[0]
+                ent = order[bxyz[1]]
+                if ent < 0 or ent >= NS:
+                    T.thread_return()     # block-uniform: not a sequence
+                n = T.max(T.min(ent, NS - 1), 0)
+                hv = hb // (ROWS // BP)
+                vb = hb % (ROWS // BP)
+            else:
+                n = bxyz[0]
+                hv = bxyz[1] // (ROWS // BP)
+                vb = bxyz[1] % (ROWS // BP)
             gs = 0 if mode == "full" else bxyz[2]
             Wk_r = T.alloc_shared((S, C, K), op)
             qd_r = T.alloc_shared((S, C, K), op) if outputs else None
@@ -407,18 +421,20 @@ def build_k2(cfg: K2Config):
         h0_t = T.Tensor((NS, G, HV, V, K), f32)
         ht_t = T.Tensor((NS, G, HV, V + K, K), f32)
     cu_t = T.Tensor((N1,), "int64")
+    order_t = T.Tensor((N1 - 1,), "int32")
 
     # One signature with every optional tensor; the absent ones are dropped (not null), so that
     # they stay out of the IR that `verify` and `host_codegen` read.
     if mode == "full":
         @T.prim_func
         def k2_recurrence(Wk: ws["Wk"], qd: ws["qd"], kr: ws["kr"], U0: ws["U0"], Ab: ws["Ab"],
-                          v: ws["v"], Mqk: ws["Mqk"], gC: ws["gC"], cu_seqlens: cu_t, h0: h0_t, o: o_t, ht: ht_t):
-            _body(Wk, qd, kr, U0, Ab, v, Mqk, gC, cu_seqlens, h0, o, ht)
+                          v: ws["v"], Mqk: ws["Mqk"], gC: ws["gC"], cu_seqlens: cu_t, h0: h0_t, o: o_t, ht: ht_t,
+                          order: order_t):
+            _body(Wk, qd, kr, U0, Ab, v, Mqk, gC, cu_seqlens, h0, o, ht, order=order)
 
         absent = [name for name, present in (("cu_seqlens", cfg.varlen), ("h0", cfg.initial_state is not None),
                                              ("ht", cfg.final_state), ("U0", not u0k2), ("Ab", u0k2),
-                                             ("v", u0k2)) if not present]
+                                             ("v", u0k2), ("order", LF)) if not present]
         return _tir.drop_params(k2_recurrence, absent)
 
     # the split's passes: pass C reads every segment's start state (from k2_scan), pass A writes

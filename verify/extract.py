@@ -43,6 +43,19 @@ def dtype_bytes(dt) -> int:
     return max(1, bits * lanes // 8)
 
 
+def _always_exits(stmt) -> bool:
+    """Every path through stmt ends in thread_return."""
+    if isinstance(stmt, tirx.Evaluate):
+        return isinstance(stmt.value, tirx.Call) and op_name(stmt.value) == "tirx.thread_return"
+    if isinstance(stmt, tirx.SeqStmt):
+        return any(_always_exits(x) for x in stmt.seq)
+    if isinstance(stmt, tirx.IfThenElse):
+        return stmt.else_case is not None and _always_exits(stmt.then_case) and _always_exits(stmt.else_case)
+    if isinstance(stmt, (tirx.AttrStmt, tirx.DeclBuffer)) and getattr(stmt, "body", None) is not None:
+        return _always_exits(stmt.body)
+    return False
+
+
 def _scope_kind(scope: str) -> str:
     if scope in ("global", ""):
         return "global"
@@ -69,6 +82,9 @@ class Extractor:
         self.loops = []
         self.loop_stack = []
         self.cond_stack = []
+        # not(c) of each `if c: thread_return()` met outside any loop: every later statement runs
+        # only in threads that did not leave there (_if, _site)
+        self.exit_conds = []
         self.sites = []
         self.root = M.Block()
         self.block = self.root
@@ -586,6 +602,10 @@ class Extractor:
             self._stmt(s.else_case)
         after_else = self.tracked
         self.cond_stack.pop()
+        if s.else_case is None and not self.loop_stack and _always_exits(s.then_case):
+            # the threads that take the branch leave the kernel: what follows runs under not(c),
+            # where c includes the conditions of the ifs around this one
+            self.exit_conds.append(z3.Not(z3.And([cc for cc, _ in self.cond_stack] + [c])))
         self.block = outer
         merged = {}
         for key in set(after_then) & set(after_else):
@@ -596,8 +616,8 @@ class Extractor:
     # -- sites ------------------------------------------------------------------------
     def _site(self, kind, op, **kw) -> M.Site:
         guards = list(getattr(self.tr, "guards", []) or [])
-        conds = [c for c, _ in self.cond_stack] + guards
-        depths = [d for _, d in self.cond_stack] + [len(self.loop_stack)] * len(guards)
+        conds = list(self.exit_conds) + [c for c, _ in self.cond_stack] + guards
+        depths = [0] * len(self.exit_conds) + [d for _, d in self.cond_stack] + [len(self.loop_stack)] * len(guards)
         site = M.Site(id=len(self.sites), kind=kind, op=op,
                       loops=tuple(l for l, _ in self.loop_stack), conds=tuple(conds),
                       cond_depths=tuple(depths),
@@ -1046,9 +1066,10 @@ class Extractor:
                 and str(a[0].value).startswith("tl::AllReduce<"):
             self._allreduce(str(a[0].value), a[1:])
         elif name == "tirx.thread_return":
-            # The statements after it are still modelled as reached by every thread (more executions
-            # than the kernel has: sound for bounds and races); barriers.divergence requires the
-            # return to be block-uniform, so that no later barrier waits for a thread that has left.
+            # After `if c: thread_return()` outside loops, later statements carry not(c) (_if);
+            # otherwise they are still modelled as reached by every thread (more executions than the
+            # kernel has: sound for bounds and races). barriers.divergence requires the return to be
+            # block-uniform, so that no later barrier waits for a thread that has left.
             self._site("exit", "thread_return")
         else:
             if name not in GENERIC_CALLS:

@@ -71,3 +71,47 @@ DISTINCT = ["idx"]
 EXPECT = {"pool_update": None, "pool_halved": "barriers.global_race", "pool_clamped": None,
           "pool_clamped_pad_reads": "barriers.global_race"}
 TWIN = {"pool_halved": "pool_update", "pool_clamped_pad_reads": "pool_clamped"}
+
+
+def _exit_pool(name, form):
+    """The row index clamped into the pool after the block leaves when its entry is not live
+    (`if not live: return`, block-uniform): later statements run only in live blocks. The bugs:
+    the return under a test that skips it in odd blocks (their dead entries, clamped to row 0,
+    then write row 0), and the write before the return."""
+    N, P = T.dynamic("N"), T.dynamic("P")
+
+    @T.prim_func
+    def kern(X: T.Tensor((N, W), "float32"), idx: T.Tensor((N,), "int64"), pool: T.Tensor((P, W), "float32")):
+        with T.Kernel(N, threads=W) as n:
+            tx = T.get_thread_binding()
+            r = T.max(T.min(idx[n], T.Cast("int64", P) - 1), T.int64(0))
+            if form == "write_first":
+                pool[r, tx] = X[n, tx]
+            if form == "nested":
+                if n % 2 == 0:
+                    if idx[n] < 0 or idx[n] >= T.Cast("int64", P):
+                        T.thread_return()
+            elif idx[n] < 0 or idx[n] >= T.Cast("int64", P):
+                T.thread_return()
+            if form != "write_first":
+                pool[r, tx] = X[n, tx]
+    return kern.with_attr("global_symbol", name)
+
+
+def pool_exit():
+    return _exit_pool("pool_exit", "exit")
+
+
+def pool_exit_nested():
+    return _exit_pool("pool_exit_nested", "nested")
+
+
+def pool_write_before_exit():
+    return _exit_pool("pool_write_before_exit", "write_first")
+
+
+KERNELS.update({f.__name__: f for f in (pool_exit, pool_exit_nested, pool_write_before_exit)})
+PRECONDITIONS.update({name: ["N >= 1", "N <= 2**20", "P >= 1", "P <= 2**20"] for name in KERNELS})
+EXPECT.update({"pool_exit": None, "pool_exit_nested": "barriers.global_race",
+               "pool_write_before_exit": "barriers.global_race"})
+TWIN.update({"pool_exit_nested": "pool_exit", "pool_write_before_exit": "pool_exit"})
