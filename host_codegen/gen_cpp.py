@@ -10,8 +10,9 @@ Exports (TVM-FFI packed functions):
       then K2 on the caller's current stream. flags: bit 0 full validation (cu_seqlens
       contents); bit 2 dry run on CPU tensors (no driver calls); bit 3 return o alone;
       bit 4 record phase timestamps; bit 5 skip the launches; bit 6 fresh workspace (no cache);
-      bits 8, 9 skip K1, K2 (one kernel alone: kda_tile.slabs' pipeline, diagnostics; a call
-      that skips K1 leaves the workspace unpoisoned, it reads an earlier K1's); bit 10
+      bits 8, 9 skip K1, and K2 with any later kernel (one kernel alone: kda_tile.slabs'
+      pipeline, diagnostics; a call that skips K1 leaves the workspace unpoisoned, it reads an
+      earlier K1's); bit 10
       rewrite the graph nodes' parameters even when unchanged (diagnostics);
       bit 7 submit the kernels as one graph launch instead of kernel launches (not while capturing).
       The workspace is kept across calls per (device, stream), except while capturing a graph.
@@ -950,8 +951,12 @@ def _render_launch(spec: EntrySpec, L: list, ptr: dict, out_names, shape_vars, n
         L.append(f"  launches[{ki}] = Launch{{dk ? &dk->k[{ki}] : nullptr, {{{g[0]}, {g[1]}, {g[2]}}}, {{{b[0]}, {b[1]}, {b[2]}}}, {_c(ks.smem)}, {tag}_args, {tag}_sizes, {len(slots)}}};")
         L.append("  mark(prof);")
     if nk >= 2:
+        # bit 8 skips the first kernel (K1), bit 9 every later one (K2, or the split's passes); the
+        # mask stops below bit 10, which is not a skip bit
+        L.append("  const int skip = ((flags & 256) ? 1 : 0) | ((flags & 512) ? "
+                 f"{((1 << nk) - 1) & ~1} : 0);")
         L.append("  if (!dry && !(flags & 32)) launch_pair(launches, dev.device_id, stream, (flags & 128) && !capturing, prof, "
-                 f"static_cast<int>((flags >> 8) & {(1 << nk) - 1}), flags & 1024);")
+                 "skip, flags & 1024);")
     else:
         L.append("  // bit 7: a one-node graph launch (less host time than cuLaunchKernel), not while capturing")
         L.append("  const bool graph = !dry && (flags & 128) && !stream_capturing(stream);")

@@ -163,3 +163,12 @@ def test_prefetching_scan_proves_and_keeps_its_loads_off_the_chain():
     loop = body[body.index("for g in"):]
     assert "gn: T.int32 = T.min(g + 1, G - 1)" in loop
     assert loop.count("maps[") == loop.count("maps[bx, gn,") == 2
+
+
+def test_split_entry_skip_bits_cover_its_passes():
+    """Flag bit 8 skips K1 alone, bit 9 every kernel after it; bit 10 (rewrite the graph nodes) is
+    not a skip bit (before session 28 the mask (flags >> 8) & 15 let it skip the scan)."""
+    from host_codegen import gen_cpp
+    src = gen_cpp.generate(hc.entry_spec(*_split_builds("float32", True)))
+    assert "const int skip = ((flags & 256) ? 1 : 0) | ((flags & 512) ? 14 : 0);" in src
+    assert "(flags >> 8)" not in src
