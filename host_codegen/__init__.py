@@ -269,9 +269,19 @@ def released_pairs():
     """Every released configuration: (K1 build, K2 build) with the same varlen."""
     from kda_kernels import registry
     k1s = [b for b in registry.RELEASED if b.stage == "k1"]
-    k2s = [b for b in registry.RELEASED if b.stage == "k2"]
+    k2s = [b for b in registry.RELEASED if b.stage == "k2" and not b.config.longest_first]
     return [(a, b) for a in k1s for b in k2s
             if a.config.varlen == b.config.varlen and a.config.chunk == b.config.chunk]
+
+
+def released_longest_first():
+    """Every released longest-first configuration: (K1, the order, K2 through the order), varlen,
+    16-token chunks."""
+    from kda_kernels import registry
+    order = registry.find("k2_order")
+    k2s = [b for b in registry.RELEASED if b.stage == "k2" and b.config.longest_first]
+    return [(a, order, b) for a in registry.RELEASED if a.stage == "k1" and a.config.varlen
+            for b in k2s if a.config.chunk == b.config.chunk]
 
 
 def released_splits():
@@ -289,7 +299,8 @@ def released_splits():
 
 
 def released_entries():
-    """Every released entry as a tuple of builds: the (K1, K2) pairs, the splits, then each decode build."""
+    """Every released entry as a tuple of builds: the (K1, K2) pairs, the splits, the longest-first
+    triples, then each decode build."""
     from kda_kernels import registry
-    return ([tuple(p) for p in released_pairs()] + released_splits()
+    return ([tuple(p) for p in released_pairs()] + released_splits() + released_longest_first()
             + [(b,) for b in registry.RELEASED if b.stage == "decode"])

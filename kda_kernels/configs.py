@@ -109,6 +109,24 @@ def use_spp(N: int, T: int, HV: int) -> int:
     return 8 if _programs(N, HV, 8) >= SPP8_MIN_PROGRAMS else SPP
 
 
+# K2 longest first (K2Config.longest_first, kda_kernels/k2_order.py; session 28): a varlen call of
+# 16-token chunks, one sequence a program, runs (K1, the order, K2 through the order), so the
+# programs of the longest sequences launch first. It can only pay where K2 has more programs than
+# one wave (two an SM on 132 SMs); bench/lpt_sim.py predicts K2 -21% on bench_peers' ragged rows.
+# Built and proved, not yet timed through kda_prefill: off until measured (LONGEST_FIRST).
+# kda_tile.api's spp_for answers SPP_LONGEST_FIRST for it.
+LONGEST_FIRST = False
+LF_MIN_PROGRAMS = 264
+LF_MAX_SEQS = 65535        # grid y of the longest-first K2
+SPP_LONGEST_FIRST = 0
+
+
+def use_longest_first(N: int, T: int, HV: int) -> bool:
+    """Whether an unsplit 16-token varlen call of N packed sequences of T tokens in all and HV value
+    heads, one sequence a K2 program, runs longest first."""
+    return LONGEST_FIRST and 2 <= N <= LF_MAX_SEQS and 2 * N * HV > LF_MIN_PROGRAMS
+
+
 # The slab pipeline (kda_tile.slabs.run_pipelined; session 27): a one-sequence call whose K2 leaves
 # SMs idle (2 HV chains, 64 of 132 SMs at H32) runs as PIPE_SLABS slabs, K1 of slab j + 1 beside
 # K2 of slab j on two streams. Built and tested on the CPU, not yet timed on the H200: off until
@@ -484,6 +502,29 @@ class ScanConfig(StateIO):
         else:
             pre += ["B >= 1", "B * G * HV <= 2**23"]
         return pre
+
+
+@dataclass(frozen=True)
+class OrderConfig:
+    """K2's launch order for longest_first (kda_kernels/k2_order.py): order[r] is the sequence of
+    rank r by length, longest first, for up to max_ranked sequences; the identity above."""
+    varlen: bool = True
+    threads: int = 512
+    max_ranked: int = 1024
+    bank_conflict_budget: int = 1
+
+    @property
+    def name(self) -> str:
+        return f"k2_order_r{self.max_ranked}"
+
+    def pass_configs(self) -> dict:
+        return {}
+
+    def derived_vars(self) -> dict[str, str]:
+        return {}
+
+    def preconditions(self) -> list[str]:
+        return ["N1 >= 2", "N1 <= 65536"]
 
 
 @dataclass(frozen=True)

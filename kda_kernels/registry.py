@@ -19,11 +19,11 @@ import itertools
 from dataclasses import asdict, dataclass
 from typing import Union
 
-from .configs import SPP_RLIMIT, SPPS, DecodeConfig, K1Config, K2Config, ScanConfig, split_pass
+from .configs import SPP_RLIMIT, SPPS, DecodeConfig, K1Config, K2Config, OrderConfig, ScanConfig, split_pass
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
-KernelConfig = Union[K1Config, K2Config, ScanConfig, DecodeConfig]
+KernelConfig = Union[K1Config, K2Config, ScanConfig, OrderConfig, DecodeConfig]
 
 # stage -> "module:function" of the factory that turns the stage's config into a PrimFunc
 FACTORIES = {
@@ -33,13 +33,15 @@ FACTORIES = {
     "k2_map": "kda_kernels.k2_recurrence:build_k2",
     "k2_scan": "kda_kernels.k2_scan:build_scan",
     "k2_seg": "kda_kernels.k2_recurrence:build_k2",
+    # longest first: the launch order, then K2 through it
+    "k2_order": "kda_kernels.k2_order:build_order",
     "decode": "kda_kernels.decode:build_decode",
 }
 
 
 @dataclass(frozen=True)
 class Build:
-    stage: str  # "k1", "k2", "k2_map", "k2_scan", "k2_seg" or "decode"
+    stage: str  # "k1", "k2", "k2_map", "k2_scan", "k2_seg", "k2_order" or "decode"
     config: KernelConfig
 
     @property
@@ -94,6 +96,13 @@ def _released() -> tuple[Build, ...]:
     for spp, h0, out_final in itertools.product(SPPS, (None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2", K2Config(varlen=True, initial_state=h0, final_state=out_final, u0_in_k2=True,
                                            seqs_per_program=spp, verify_rlimit=SPP_RLIMIT)))
+    # Ragged batches (configs.use_longest_first): K2 runs the sequences longest first, in the
+    # order k2_order computes on the device; 16-token chunks only (32-token calls run every chain
+    # in one wave, where the order changes nothing).
+    builds.append(Build("k2_order", OrderConfig()))
+    for h0, out_final in itertools.product((None, "float32", "bfloat16"), (False, True)):
+        builds.append(Build("k2", K2Config(varlen=True, initial_state=h0, final_state=out_final, u0_in_k2=True,
+                                           longest_first=True)))
     # 32-token chunks where each SM holds at most one chain (configs.use_chunk32): the chain's
     # steps halve (K2 1.30 -> 0.83 ms at H32 1x32768), K1 costs more (0.57 -> 0.69, unguarded
     # stores since session 19). bench/NOTES.md, sessions 18 and 19. Session 22: the accurate builds

@@ -25,7 +25,8 @@ def _env_choice(name: str, choices: dict):
 
 def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optional[str], output_final_state: bool,
                   split: bool = False, chunk: int = 16, spp: int = 1):
-    """(K1, K2) for chunks of `chunk` tokens, K2 walking `spp` sequences a program, or with `split`
+    """(K1, K2) for chunks of `chunk` tokens, K2 walking `spp` sequences a program (spp
+    configs.SPP_LONGEST_FIRST: (K1, the order, K2 one sequence a program through it)), or with `split`
     (K1, pass A, scan, pass C): the sequence split (configs.SPLIT_CHUNK-token chunks), where the
     scan reads the initial state and writes the final state."""
     k1 = registry.find("k1", varlen=varlen, fast_math=fast_math, chunk=_configs.SPLIT_CHUNK if split else chunk)
@@ -34,8 +35,12 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
                 registry.find("k2_scan", varlen=varlen, initial_state=initial_state_dtype,
                               final_state=output_final_state),
                 registry.find("k2_seg", varlen=varlen))
+    if spp == _configs.SPP_LONGEST_FIRST:
+        return (k1, registry.find("k2_order"),
+                registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state,
+                              chunk=chunk, seqs_per_program=1, longest_first=True))
     k2 = registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state,
-                       chunk=chunk, seqs_per_program=spp)
+                       chunk=chunk, seqs_per_program=spp, longest_first=False)
     return k1, k2
 
 
@@ -81,15 +86,41 @@ FORCE_CHUNK = _env_choice("KDA_TILE_CHUNK", {"16": 16, "32": 32})
 def spp_for(q, v, cu_seqlens) -> int:
     """Sequences a K2 program walks in an unsplit 16-token call: configs.use_spp from the shapes
     alone (no sync). FORCE_SPP (1 or one of configs.SPPS; KDA_TILE_SPP at import) forces it.
-    Malformed arguments give 1."""
+    A varlen call of one sequence a program that runs longest first (LONGEST_FIRST,
+    configs.use_longest_first) gives configs.SPP_LONGEST_FIRST. Malformed arguments give 1."""
     if FORCE_SPP is not None:
-        return FORCE_SPP
-    return _by_shape(q, v, cu_seqlens, _SPP, _configs.use_spp, 1)
+        spp = FORCE_SPP
+    else:
+        spp = _by_shape(q, v, cu_seqlens, _SPP, _configs.use_spp, 1)
+    if spp == 1 and cu_seqlens is not None and LONGEST_FIRST is not False \
+            and _by_shape(q, v, cu_seqlens, _LF, _lf_rule, False):
+        return _configs.SPP_LONGEST_FIRST
+    return spp
 
 
-# (N, T, HV) -> spp_for's answer
+def _lf_rule(N, T, HV):
+    if LONGEST_FIRST is None:
+        return _configs.use_longest_first(N, T, HV)
+    return 2 <= N <= _configs.LF_MAX_SEQS
+
+
+# (N, T, HV) -> spp_for's answer; (N, T, HV) -> whether a varlen call runs longest first
 _SPP: dict = {}
+_LF: dict = {}
 FORCE_SPP = _env_choice("KDA_TILE_SPP", {str(n): n for n in (1,) + _configs.SPPS})
+# None: configs.use_longest_first decides; True: every varlen call of 2 to LF_MAX_SEQS sequences
+# that takes one sequence a program runs longest first; False: none (KDA_TILE_LONGEST_FIRST=1 or 0)
+LONGEST_FIRST = _env_choice("KDA_TILE_LONGEST_FIRST", {"1": True, "0": False})
+
+
+def set_longest_first(on: Optional[bool]) -> None:
+    """K2 longest first for every varlen call it can take (True), none (False), or as
+    configs.use_longest_first says (None)."""
+    global LONGEST_FIRST
+    if on is not None and on is not True and on is not False:
+        raise TypeError(f"on: expected True, False or None, got {on!r}")
+    LONGEST_FIRST = on
+    _LF.clear()
 
 
 def use_split(q, v, cu_seqlens) -> bool:
@@ -394,7 +425,8 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
     if _grad_enabled() and _may_require_grad(q, k, v, g, beta, A_log, dt_bias, initial_state):
         _no_grad_inputs(_TENSOR_ARGS, (q, k, v, g, beta, A_log, dt_bias, initial_state), "kda_tile has no backward yet")
     try:  # fewer elements than _RULES_MIN_TOKENS rows of 128 (numel is cheaper than shape[1]), else _plan
-        short = q.numel() < _RULES_MIN_ELEMS and FORCE_SPLIT is None and FORCE_CHUNK is None and FORCE_SPP is None
+        short = (q.numel() < _RULES_MIN_ELEMS and FORCE_SPLIT is None and FORCE_CHUNK is None and FORCE_SPP is None
+                 and LONGEST_FIRST is not True)
     except (AttributeError, TypeError):
         short = False
     if short:

@@ -12,12 +12,13 @@ bf = torch.bfloat16
 
 
 def _recording_entry(monkeypatch, result):
-    """Replaces the entry by one that records (K1, K2, argument count) and returns result(args)."""
+    """Replaces the entry by one that records (K1, the last kernel, argument count, every build)
+    and returns result(args)."""
     calls = []
 
-    def fake_entry(k1, k2):
+    def fake_entry(*builds):
         def call(*a):
-            calls.append((k1, k2, len(a)))
+            calls.append((builds[0], builds[-1], len(a), builds))
             return result(a)
         return call
     monkeypatch.setattr(api, "_entry", fake_entry)
@@ -55,7 +56,7 @@ def test_each_call_gets_the_builds_select_builds_names(recorder):
             x, kw = _inputs(n, H, varlen, h0, L)
             out = api.kda_prefill(x, x, x, x, x[..., 0], output_final_state=ht, fast_math=fast, **kw)
             assert out == ("o", None)
-            k1, k2, nargs = recorder[-1]
+            k1, k2, nargs, _ = recorder[-1]
             want = api.select_builds(varlen=varlen, fast_math=fast,
                                      initial_state_dtype=None if h0 is None else api._STATE_DTYPES[h0],
                                      output_final_state=ht,
@@ -137,7 +138,7 @@ def test_many_short_sequences_take_the_spp_builds(monkeypatch, varlen):
         x, kw = _inputs(n, 1, varlen, h0)
         o, _ = api.kda_prefill(x, x, x, x, x[..., 0], output_final_state=ht, fast_math=fast, **kw)
         assert o.shape == x.shape
-        k1, k2, _ = recorder[-1]
+        k1, k2, _, _ = recorder[-1]
         want = api.select_builds(varlen=True, fast_math=fast,
                                  initial_state_dtype=None if h0 is None else api._STATE_DTYPES[h0],
                                  output_final_state=ht, spp=configs.SPP)
@@ -157,3 +158,42 @@ def test_force_spp_reaches_short_calls(recorder, monkeypatch):
         monkeypatch.setattr(api, "FORCE_SPP", spp)
         api.kda_prefill(x, x, x, x, x[..., 0], **kw)
         assert recorder[-1][1].config.seqs_per_program == spp
+
+
+def test_longest_first_rule_and_dispatch(recorder, monkeypatch):
+    """K2 longest first (session 28): off by default until measured; forced on, a varlen call of 2
+    to LF_MAX_SEQS sequences that takes one sequence a program runs (K1, the order, K2 through
+    it); one sequence, a fixed batch, 32-token chunks and the grouped K2 keep their builds."""
+    from kda_kernels import configs
+    assert configs.LONGEST_FIRST is False and api.LONGEST_FIRST is None
+    assert not configs.use_longest_first(6, 8192, 96)
+    monkeypatch.setattr(configs, "LONGEST_FIRST", True)
+    assert configs.use_longest_first(6, 8192, 96) and not configs.use_longest_first(2, 8192, 32)
+    assert not configs.use_longest_first(1, 8192, 200) and not configs.use_longest_first(65536, 2**20, 1)
+    monkeypatch.setattr(configs, "LONGEST_FIRST", False)
+    x, kw = _inputs(3, 2, True, torch.float32, 5)
+    api.kda_prefill(x, x, x, x, x[..., 0], output_final_state=True, **kw)
+    assert len(recorder[-1][3]) == 2
+    api.set_longest_first(True)
+    try:
+        api.kda_prefill(x, x, x, x, x[..., 0], output_final_state=True, **kw)
+        builds = recorder[-1][3]
+        assert [b.stage for b in builds] == ["k1", "k2_order", "k2"]
+        assert builds[2].config.longest_first and builds[2].config.initial_state == "float32"
+        assert builds == api.select_builds(varlen=True, fast_math=False, initial_state_dtype="float32",
+                                           output_final_state=True, spp=configs.SPP_LONGEST_FIRST)
+        for n, varlen in ((1, True), (3, False)):
+            x, kw = _inputs(n, 2, varlen, None, 5)
+            api.kda_prefill(x, x, x, x, x[..., 0], **kw)
+            assert len(recorder[-1][3]) == 2 and not recorder[-1][1].config.longest_first
+        x, kw = _inputs(2, 2, True, None, 600)      # 32-token chunks
+        api.kda_prefill(x, x, x, x, x[..., 0], **kw)
+        assert recorder[-1][1].config.chunk == 32 and len(recorder[-1][3]) == 2
+        n = 4 * configs.SPP_MIN_PROGRAMS[0] // 2   # the grouped K2
+        x, kw = _inputs(n, 1, True, None)
+        api.kda_prefill(x, x, x, x, x[..., 0], **kw)
+        assert recorder[-1][1].config.seqs_per_program == configs.SPP
+        with pytest.raises(TypeError, match=r"^on: expected True, False or None, got 1$"):
+            api.set_longest_first(1)
+    finally:
+        api.set_longest_first(None)

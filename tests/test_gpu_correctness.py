@@ -221,6 +221,39 @@ def test_spp_forced(lens, spp, monkeypatch):
     _run_modes(f"spp{spp} forced fixed B=11 T=77 H=2", inp, None, spp=spp)
 
 
+@pytest.mark.parametrize("lens", [[1300, 547, 2048, 963, 271, 3063], [1, 0, 16, 1, 33], [0, 5, 0],
+                                  [100, 5000, 300, 2000, 736, 0, 1], [17] * 9 + [1000]], ids=str)
+def test_longest_first_forced(lens, monkeypatch):
+    """K2 longest first (session 28) forced on ragged batches, every state mode: (K1, k2_order,
+    K2 through the order); empty and one-token sequences, ties in length, the longest last."""
+    from kda_tile import api
+    from kda_kernels import configs
+    api.set_longest_first(True)
+    try:
+        cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
+        inp = _inputs(1, sum(lens), 3, cu=cu, seed=53 + sum(lens))
+        _run_modes(f"longest first forced varlen {lens} H=3", inp, cu, spp=configs.SPP_LONGEST_FIRST)
+    finally:
+        api.set_longest_first(None)
+
+
+@pytest.mark.parametrize("n", [1023, 1024, 1025, 2000])
+def test_longest_first_around_max_ranked(n):
+    """Around k2_order's max_ranked (1024): ranked below and at it, the identity above; lengths
+    0..40 drawn at random, so ties are common. No state and fp32 in and out."""
+    from kda_tile import api
+    from kda_kernels import configs
+    api.set_longest_first(True)
+    try:
+        g = torch.Generator().manual_seed(n)
+        lens = torch.randint(0, 41, (n,), generator=g).tolist()
+        cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
+        inp = _inputs(1, sum(lens), 1, cu=cu, seed=n)
+        _run_modes(f"longest first forced varlen {n} seqs H=1", inp, cu, modes=(0, 4), spp=configs.SPP_LONGEST_FIRST)
+    finally:
+        api.set_longest_first(None)
+
+
 # The sequence split (issue 9): chosen by the API's rule at these shapes (asserted), fixed and
 # varlen, every state mode, T up to 1M; and forced on small and ragged batches (api.FORCE_SPLIT),
 # where most segments past a sequence's end are empty.

@@ -50,3 +50,57 @@ def test_without_distinct_the_race_is_found():
     r = verify_job(job)
     race = [c for c in r.checks if c.name == "barriers.global_race"]
     assert race and race[0].status == FAILED, [(c.name, c.status) for c in r.checks]
+
+
+def _triple(h0="float32", ht=True):
+    import host_codegen as hc
+    return next(e for e in hc.released_longest_first()
+                if not e[0].config.fast_math and e[2].config.initial_state == h0 and e[2].config.final_state == ht)
+
+
+def _args(lens, H=2, seed=0):
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    T = sum(lens)
+    bf = torch.bfloat16
+    rn = lambda *s: torch.randn(*s, generator=g)  # noqa: E731
+    cu = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist())
+    return [rn(1, T, H, 128).to(bf), rn(1, T, H, 128).to(bf), rn(1, T, H, 128).to(bf), rn(1, T, H, 128).to(bf),
+            rn(1, T, H).to(bf), rn(H), rn(H, 128), cu, rn(len(lens), H, 128, 128), -5.0, None]
+
+
+def test_released_triples_and_their_entry():
+    """(K1, the order, K2 through it) for each varlen 16-token K1 and state mode; the order is
+    workspace (k2_order writes it, K2 reads it), so the entry's arguments are the pair's."""
+    import host_codegen as hc
+    triples = hc.released_longest_first()
+    assert len(triples) == 12 and all(t[2].config.chunk == t[0].config.chunk == 16 for t in triples)
+    assert all(t not in hc.released_pairs() for t in triples)
+    assert not any(b.config.longest_first for p in hc.released_pairs() for b in p if b.stage == "k2")
+    e = hc.get_entry(*_triple(), backend="cpp")
+    assert [ks.build_name for ks in e.spec.kernels][1] == "k2_order_r1024"
+    assert "order" in {w.name for w in e.spec.workspace}
+    assert [p.name for p in e.spec.inputs] == ["q", "k", "v", "g", "beta", "A_log", "dt_bias", "cu_seqlens",
+                                               "initial_state"]
+    o, ht = e.dry_run(*_args((300, 0, 1, 4000, 17)))
+    assert o.shape == (1, 4318, 2, 128) and ht.shape == (5, 2, 128, 128)
+
+
+def test_more_sequences_than_grid_y_is_refused():
+    import torch
+    import host_codegen as hc
+    e = hc.get_entry(*_triple(None, False), backend="cpp")
+    a = _args((1, 1))
+    a[7] = torch.arange(65537, dtype=torch.int64)
+    a[0:5] = [x.new_zeros((1, 65536) + x.shape[2:]) for x in a[0:5]]
+    a[8] = None
+    with pytest.raises(ValueError, match=r"^cu_seqlens"):
+        e.validate_only(*a, expect_device="cpu")
+
+
+def test_order_kernel_proves():
+    from verify.jobs import build_job
+    from verify.report import PROVED
+    from verify.runner import verify_job
+    r = verify_job(build_job(registry.find("k2_order")))
+    assert r.status == PROVED, [(c.name, c.status) for c in r.checks if c.status != PROVED]
