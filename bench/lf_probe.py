@@ -29,7 +29,7 @@ SHAPES = [  # label, H, lens
     ("H64 8x1024", 64, [1024] * 8), ("H96 16x1024", 96, [1024] * 16),
     ("H32 132x512", 32, [512] * 132),
     ("H32 ragged200", 32, None),      # 200 lengths 16..2048 drawn at random
-    ("H8 ragged1000", 8, None),       # 1000 lengths 1..256 drawn at random
+    ("H8 ragged600", 8, None),        # 600 lengths 1..1024 drawn at random
 ]
 
 
@@ -37,8 +37,8 @@ def _lens(label, lens):
     if lens is not None:
         return lens
     g = torch.Generator().manual_seed(len(label))
-    n, hi = (200, 2048) if "200" in label else (1000, 256)
-    return torch.randint(16 if n == 200 else 1, hi + 1, (n,), generator=g).tolist()
+    n, lo, hi = (200, 16, 2048) if "200" in label else (600, 1, 1024)
+    return torch.randint(lo, hi + 1, (n,), generator=g).tolist()
 
 
 def main():
