@@ -55,6 +55,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23c # prepared in session 22: kda_prefill(out=o) host time interleaved with its floor (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round28c # session 28: build, pipeline and longest-first GPU tests, pipeline at H32 1x32768, lf_probe (< 10 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round28b # session 28: longest first through kda_prefill: build, GPU tests, lf_probe (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round28a # session 28: K2 longest first against the released K2, ragged and uniform rows (JIT, ~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round27b # session 27, prepared: the slab pipeline's GPU tests and times (~8 min)
@@ -574,6 +575,17 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     tail -3 "$OUT/pytest_pipeline.log"
     timeout 330 python -u bench/pipeline_probe.py > "$OUT/pipeline_probe.log" 2>&1
     grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -75 ;;
+  round28c)
+    # session 28, one call for a scarce device: build, the pipeline's and longest first's GPU tests,
+    # the pipeline at H32 1x32768 (pipeline_probe --quick), then lf_probe
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 200 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k "pipeline or longest" > "$OUT/pytest_28c.log" 2>&1
+    grep -E "passed|failed|FAILED" "$OUT/pytest_28c.log" | tail -4
+    timeout 90 python -u bench/pipeline_probe.py --quick > "$OUT/pipeline_probe.log" 2>&1
+    grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -16
+    timeout 150 python -u bench/lf_probe.py > "$OUT/lf_probe.log" 2>&1
+    grep -E "Error|error" "$OUT/lf_probe.log" | head -3; grep -v '^{' "$OUT/lf_probe.log" | tail -17 ;;
   round28b)
     # session 28: longest first through kda_prefill (configs.LONGEST_FIRST off; forced here): build,
     # its GPU tests (every state mode, ragged, empty and one-token sequences, around k2_order's
