@@ -55,6 +55,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20c # cuDNN's call variants, the long rows against cuDNN, ncu of the 32-token split (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round20d # the split's passes with two consumers: A/B of the passes (JIT), build, split GPU tests, split_api (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23c # prepared in session 22: kda_prefill(out=o) host time interleaved with its floor (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round28d # session 28: GPU matrix as the rule picks (longest first on), bench_peers' H96 ragged and 8x1024 rows (< 10 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round28c # session 28: build, pipeline and longest-first GPU tests, pipeline at H32 1x32768, lf_probe (< 10 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round28b # session 28: longest first through kda_prefill: build, GPU tests, lf_probe (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round28a # session 28: K2 longest first against the released K2, ragged and uniform rows (JIT, ~5 min)
@@ -575,6 +576,14 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     tail -3 "$OUT/pytest_pipeline.log"
     timeout 330 python -u bench/pipeline_probe.py > "$OUT/pipeline_probe.log" 2>&1
     grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -75 ;;
+  round28d)
+    # session 28: longest first released (configs.LONGEST_FIRST): the GPU matrix as the rule picks
+    # (split tests apart), then bench_peers' H96 ragged and 8x1024 rows with the peers
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 110 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    matrix_runs 250 rule
+    BENCH_SKIP=1 BENCH_NO_HOST=1 timeout 190 python bench/bench_peers.py --quick --out "$OUT" > "$OUT/bench_peers.log" 2>&1
+    grep -E "Error|error" "$OUT/bench_peers.log" | head -3; tail -14 "$OUT/bench_peers.log" ;;
   round28c)
     # session 28, one call for a scarce device: build, the pipeline's and longest first's GPU tests,
     # the pipeline at H32 1x32768 (pipeline_probe --quick), then lf_probe

@@ -111,12 +111,16 @@ def use_spp(N: int, T: int, HV: int) -> int:
 
 # K2 longest first (K2Config.longest_first, kda_kernels/k2_order.py; session 28): a varlen call of
 # 16-token chunks, one sequence a program, runs (K1, the order, K2 through the order), so the
-# programs of the longest sequences launch first. It can only pay where K2 has more programs than
-# one wave (two an SM on 132 SMs); bench/lpt_sim.py predicts K2 -21% on bench_peers' ragged rows.
-# Built and proved, not yet timed through kda_prefill: off until measured (LONGEST_FIRST).
+# programs of the longest sequences launch first. kda_prefill against the same call without it
+# (round 28c, H100, bench/lf_probe.py; o and the final state bitwise equal): H96 ragged6 0.943 ->
+# 0.855 ms, H64 ragged6 0.662 -> 0.579, H32 ragged5 1.661 -> 1.502, H32 200 ragged 8.78 -> 7.05,
+# H8 600 ragged 3.49 -> 2.80; uniform rows 0.98-0.99 (H64 8x1024, H96 16x1024, H32 132x512). The
+# order kernel takes 3.4 us (ncu). So: wherever K2 has more programs than one wave (two an SM on
+# 132 SMs) and k2_order ranks the sequences (up to LF_MAX_RANKED; the identity above is unmeasured).
 # kda_tile.api's spp_for answers SPP_LONGEST_FIRST for it.
-LONGEST_FIRST = False
+LONGEST_FIRST = True
 LF_MIN_PROGRAMS = 264
+LF_MAX_RANKED = 1024       # OrderConfig.max_ranked of the released k2_order
 LF_MAX_SEQS = 65535        # grid y of the longest-first K2
 SPP_LONGEST_FIRST = 0
 
@@ -124,14 +128,15 @@ SPP_LONGEST_FIRST = 0
 def use_longest_first(N: int, T: int, HV: int) -> bool:
     """Whether an unsplit 16-token varlen call of N packed sequences of T tokens in all and HV value
     heads, one sequence a K2 program, runs longest first."""
-    return LONGEST_FIRST and 2 <= N <= LF_MAX_SEQS and 2 * N * HV > LF_MIN_PROGRAMS
+    return LONGEST_FIRST and 2 <= N <= LF_MAX_RANKED and 2 * N * HV > LF_MIN_PROGRAMS
 
 
 # The slab pipeline (kda_tile.slabs.run_pipelined; session 27): a one-sequence call whose K2 leaves
 # SMs idle (2 HV chains, 64 of 132 SMs at H32) runs as PIPE_SLABS slabs, K1 of slab j + 1 beside
-# K2 of slab j on two streams. Built and tested on the CPU, not yet timed on the H200: off until
-# round 27a/27b measure it (PIPE_MAX_CHAINS = 0). KDA_TILE_PIPELINE=1 forces it on for the calls
-# it can take (one sequence, unsplit).
+# K2 of slab j on two streams. Measured slower (round 28c, H100, bench/pipeline_probe.py): H32
+# 1x32768 1.464 ms whole against 1.750 / 1.760 / 3.280 at 4 / 8 / 16 slabs; the timeline shows K1
+# beside K2 as planned, but each slab's K2 then takes ~168 us against ~104 alone. So it stays off
+# (PIPE_MAX_CHAINS = 0); KDA_TILE_PIPELINE=1 forces it on for the calls it can take.
 PIPE_MAX_CHAINS = 0
 PIPE_MIN_TOKENS = 4096
 PIPE_SLABS = 8
@@ -356,8 +361,8 @@ class K2Config(StateIO):
     # of the sequences, longest first, that the caller computes on the device), the rank in y, the
     # slower digit of the launch order (N <= 65535), so the longest sequences' programs launch
     # first and a ragged batch's tail is short ones. A program whose entry is outside [0, N) leaves
-    # at once. Proved (session 28, verify 2.15.0 models the early return); bench/lpt_sim.py
-    # predicts K2 -21% on bench_peers' ragged rows, nothing on uniform ones.
+    # at once. Proved (session 28, verify 2.15.0 models the early return); released for ragged
+    # batches (configs.use_longest_first, measured there).
     longest_first: bool = False
     # Z3 units a verify query of this build may take where the default (verify.solver.RLIMIT) is
     # too little; a proof under any limit is a proof. 8 sequences a program: one race query of the

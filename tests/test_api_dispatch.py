@@ -161,19 +161,28 @@ def test_force_spp_reaches_short_calls(recorder, monkeypatch):
 
 
 def test_longest_first_rule_and_dispatch(recorder, monkeypatch):
-    """K2 longest first (session 28): off by default until measured; forced on, a varlen call of 2
-    to LF_MAX_SEQS sequences that takes one sequence a program runs (K1, the order, K2 through
-    it); one sequence, a fixed batch, 32-token chunks and the grouped K2 keep their builds."""
+    """K2 longest first (session 28): the rule takes it where K2 has more than one wave of programs
+    and k2_order ranks the sequences (round 28c: ragged rows 0.80-0.91 of the time without it,
+    uniform ones 0.98-0.99); forced on, every varlen call of 2 to LF_MAX_SEQS sequences that takes
+    one sequence a program runs (K1, the order, K2 through it); one sequence, a fixed batch,
+    32-token chunks and the grouped K2 keep their builds."""
     from kda_kernels import configs
-    assert configs.LONGEST_FIRST is False and api.LONGEST_FIRST is None
-    assert not configs.use_longest_first(6, 8192, 96)
-    monkeypatch.setattr(configs, "LONGEST_FIRST", True)
-    assert configs.use_longest_first(6, 8192, 96) and not configs.use_longest_first(2, 8192, 32)
-    assert not configs.use_longest_first(1, 8192, 200) and not configs.use_longest_first(65536, 2**20, 1)
-    monkeypatch.setattr(configs, "LONGEST_FIRST", False)
+    assert configs.LONGEST_FIRST is True and api.LONGEST_FIRST is None
+    assert configs.use_longest_first(6, 8192, 96) and configs.use_longest_first(600, 3 * 10**5, 8)
+    assert configs.use_longest_first(133, 133 * 64, 1) and not configs.use_longest_first(132, 132 * 64, 1)
+    assert not configs.use_longest_first(2, 8192, 32) and not configs.use_longest_first(1, 8192, 200)
+    assert not configs.use_longest_first(configs.LF_MAX_RANKED + 1, 2**20, 1)
+    x, kw = _inputs(133, 1, True, None, 64)
+    assert api.spp_for(x, x, kw["cu_seqlens"]) == configs.SPP_LONGEST_FIRST
+    x, kw = _inputs(133, 1, False, None, 64)
+    assert api.spp_for(x, x, None) == 1
     x, kw = _inputs(3, 2, True, torch.float32, 5)
+    api.set_longest_first(False)
     api.kda_prefill(x, x, x, x, x[..., 0], output_final_state=True, **kw)
     assert len(recorder[-1][3]) == 2
+    api.set_longest_first(None)
+    api.kda_prefill(x, x, x, x, x[..., 0], output_final_state=True, **kw)
+    assert len(recorder[-1][3]) == 2     # 12 programs: one wave
     api.set_longest_first(True)
     try:
         api.kda_prefill(x, x, x, x, x[..., 0], output_final_state=True, **kw)
