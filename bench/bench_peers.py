@@ -147,12 +147,14 @@ def extra_bytes(fn, outputs_bytes):
     return max(0, peak - outputs_bytes)
 
 
-def stage_timers(d):
-    """Times K1 and K2 of kda_tile separately, through the same compiled kernels."""
+def stage_timers(d, chunk, spp):
+    """Times K1 and K2 of kda_tile separately, through the same compiled kernels (for a call that
+    runs longest first, K2 here is the one-sequence-a-program build: the caller times that K2 as
+    the rest of the call)."""
     from kda_tile import _launch, api
     k1, k2 = api.select_builds(varlen=True, fast_math=False,
                                initial_state_dtype="float32" if d["h0"] is not None else None,
-                               output_final_state=WANT_HT, chunk=api.chunk_for(d["q"], d["v"], d["cu"]))
+                               output_final_state=WANT_HT, chunk=chunk, spp=max(spp, 1))
     return _launch.stage_callables(k1, k2, d["q"], d["k"], d["v"], d["g"], d["beta"], d["A_log"], d["dt_bias"],
                                    d["cu"], d["h0"], LOWER_BOUND, 128 ** -0.5)
 
@@ -219,12 +221,14 @@ def run_shape(i, H, lens, do_bench, HV=None):
                 row[f"{lib}_extra_MB_error"] = f"{type(e).__name__}: {str(e)[:200]}"
     try:
         from kda_tile import api
-        row["kda_tile_split"], row["kda_tile_chunk"] = api._plan(d["q"], d["v"], d["cu"])
+        split, chunk, spp = api._plan(d["q"], d["v"], d["cu"])
+        row["kda_tile_split"], row["kda_tile_chunk"], row["kda_tile_spp"] = split, chunk, spp
         with torch.inference_mode():
-            k1_fn, k2_fn = stage_timers(d)
+            k1_fn, k2_fn = stage_timers(d, chunk, spp)
             row["kda_tile_k1_ms"] = do_bench(k1_fn, warmup=25, rep=200, return_mode="median")
-            if row["kda_tile_split"]:
-                # the call took the sequence split (pass A, scan, pass C in place of K2): the rest of its time
+            if split or spp == api._configs.SPP_LONGEST_FIRST:
+                # the call took the sequence split (pass A, scan, pass C in place of K2) or ran longest
+                # first (the order, then K2 through it): the rest of its time
                 row["kda_tile_k2_ms"] = row["kda_tile_ms"] - row["kda_tile_k1_ms"] if row.get("kda_tile_ms") else None
             else:
                 row["kda_tile_k2_ms"] = do_bench(k2_fn, warmup=25, rep=200, return_mode="median")

@@ -394,7 +394,7 @@ def test_slabs_memory(T, H):
     finally:
         api.set_workspace_limit(None)
         api.empty_cache()
-    e_o, e_h = rel_err(o, o_whole.double()), rel_err(ht, ht_whole.double())
+    e_o, e_h = rel_err(o, o_whole), rel_err(ht, ht_whole)
     RESULTS.append(dict(case=f"slabs memory T={T} H={H}", extra_MB=extra / 2 ** 20, o_vs_whole=e_o, ht_vs_whole=e_h))
     _flush()
     assert extra <= 64 << 20, extra / 2 ** 20

@@ -419,3 +419,23 @@ def test_decode_several_tokens_and_padded_slots():
         kda_decode(*args, state_pool=pool, state_indices=torch.tensor([2, 2, -1, -1]), **act)
     with pytest.raises(ValueError, match="distinct"):
         kda_decode(*args, state_pool=pool, state_indices=torch.tensor([6, 0, -1, -1]), **act)
+
+
+def test_rel_err_in_blocks_matches_the_whole_norm():
+    """rel_err takes its float64 copies a block at a time (70000 fp32 states do not fit an 80 GB
+    card twice over): the value, NaN before inf, and the zero reference keep their meaning."""
+    import math
+
+    from kda_kernels.reference import rel_err
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(1000, 37, generator=g)
+    b = a + 1e-3 * torch.randn(1000, 37, generator=g)
+    whole = float(torch.linalg.vector_norm((a - b).double()) / torch.linalg.vector_norm(b.double()))
+    for block in (1 << 24, 100, 7):
+        assert abs(rel_err(a, b, block=block) - whole) <= 1e-9 * whole
+    c = b.clone()
+    c[999, 36] = float("inf")
+    assert rel_err(a, c, block=100) == math.inf
+    c[0, 0] = float("nan")
+    assert math.isnan(rel_err(a, c, block=100))
+    assert abs(rel_err(a, torch.zeros_like(a), block=64) - float(torch.linalg.vector_norm(a.double()))) < 1e-9
