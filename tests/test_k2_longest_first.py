@@ -104,3 +104,19 @@ def test_order_kernel_proves():
     from verify.runner import verify_job
     r = verify_job(build_job(registry.find("k2_order")))
     assert r.status == PROVED, [(c.name, c.status) for c in r.checks if c.status != PROVED]
+
+
+def test_entry_writes_caller_outputs_in_a_dry_run():
+    """out= and final_state_out= through the longest-first entry: checked like the pair's, and
+    handed back (a dry run allocates the workspace, the order included, and packs every kernel's
+    arguments without a GPU)."""
+    import torch
+    import host_codegen as hc
+    e = hc.get_entry(*_triple(), backend="cpp")
+    a = _args((300, 0, 1, 4000, 17))
+    o = torch.empty(1, 4318, 2, 128, dtype=torch.bfloat16)
+    ht = torch.empty(5, 2, 128, 128)
+    r_o, r_ht = e.dry_run(*a, o=o, final_state=ht)
+    assert r_o is o and r_ht is ht
+    with pytest.raises(ValueError, match=r"^final_state.shape\[0\]: expected 5 \(N = N1 - 1\), got 4$"):
+        e.dry_run(*a, o=o, final_state=torch.empty(4, 2, 128, 128))
