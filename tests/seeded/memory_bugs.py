@@ -214,3 +214,44 @@ TWIN = {"silent_tail": "explicit_tail", "padded_view": "exact_view", "splitk_pla
         "overlapping_tiles": "disjoint_tiles", "shared_plain_sum": "shared_atomic_sum",
         "tma_overlapping_tiles": "tma_disjoint_tiles", "tma_tile_read_below": "tma_disjoint_tiles",
         "tma_load_ahead": "tma_load_own"}
+
+
+def _tma_store_rows(name, step, read_back):
+    """One block stores four 64 x 64 tiles of B through TMA, one every `step` rows (64: disjoint;
+    32: each overlaps the last, two stores in flight on one half tile), and with `read_back`
+    thread 0 reads the first tile's first row after the stores: the writes are still in flight
+    (tma_store_wait waits for the shared-memory read only)."""
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def kern(A: T.Tensor((N, 64), "float16"), B: T.Tensor((N, 64), "float16"), C: T.Tensor((N,), "float16")):
+        with T.Kernel(T.ceildiv(N, 256), threads=128) as bx:
+            tx = T.get_thread_binding()
+            F = T.alloc_fragment((64, 64), "float16")
+            S = T.alloc_shared((64, 64), "float16")
+            for i in T.serial(4):
+                T.copy(A[bx * 256 + i * 64, 0], F)
+                T.copy(F, S)
+                T.copy(S, B[bx * 256 + i * step, 0])
+            if read_back and tx == 0:
+                C[bx] = B[T.min(bx * 256, N - 1), 0]
+    return kern.with_attr("global_symbol", name)
+
+
+def tma_store_rows():
+    return _tma_store_rows("tma_store_rows", 64, False)
+
+
+def tma_store_rows_overlap():
+    return _tma_store_rows("tma_store_rows_overlap", 32, False)
+
+
+def tma_store_read_back():
+    return _tma_store_rows("tma_store_read_back", 64, True)
+
+
+KERNELS.update({f.__name__: f for f in (tma_store_rows, tma_store_rows_overlap, tma_store_read_back)})
+PRECONDITIONS.update({n: SIZE for n in ("tma_store_rows", "tma_store_rows_overlap", "tma_store_read_back")})
+EXPECT.update({"tma_store_rows": None, "tma_store_rows_overlap": "barriers.tma_store_overlap",
+               "tma_store_read_back": "barriers.tma_store_overlap"})
+TWIN.update({"tma_store_rows_overlap": "tma_store_rows", "tma_store_read_back": "tma_store_rows"})

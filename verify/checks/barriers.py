@@ -31,7 +31,8 @@ def run(k, ctx, budget=None):
     for name, fn in (("barriers.divergence", _divergence), ("barriers.named_count", _named_count),
                      ("barriers.mbarrier_init", _mbar_init), ("barriers.mbarrier_phase", _mbar_phase),
                      ("barriers.parity", _parity), ("barriers.race", _race),
-                     ("barriers.global_race", _global_race), ("barriers.proxy_fence", _proxy_fence)):
+                     ("barriers.global_race", _global_race), ("barriers.tma_store_overlap", _tma_store_overlap),
+                     ("barriers.proxy_fence", _proxy_fence)):
         t0 = time.perf_counter()
         findings, detail = fn(state)
         out.append(check_result(name, CATEGORY, findings, detail, time.perf_counter() - t0))
@@ -1395,14 +1396,14 @@ def _byte_range(site):
     return byte_range(site)
 
 
-def _box_cells(ctx, s, tag, name):
+def _box_cells(ctx, s, tag, name, roles=BLOCKS):
     """(constraints, byte offset term) of one element of the clipped box of TMA store s
-    (instance `tag`, fresh index symbols named after `name`)."""
+    (instance `tag` of the symbols of `roles`, fresh index symbols named after `name`)."""
     e = s.extra
     cs, addr = [], z3.IntVal(0)
     for i, (c, b, dim, st) in enumerate(zip(e["box_coords"], e["box"], e["box_dims"], e["box_strides"])):
         x = z3.Int(f"{name}.{i}")
-        c = ctx.instance(c, tag, BLOCKS)
+        c = ctx.instance(c, tag, roles)
         cs += [x >= c, x < c + b, x >= 0, x < dim]
         addr = addr + x * st
     return cs, addr
@@ -1436,10 +1437,11 @@ def _injective(ctx, s):
     return res == "unsat"
 
 
-def _box_overlap(ctx, x, y):
+def _box_overlap(ctx, x, y, roles=BLOCKS):
     """Instance "1" of x and instance "2" of y touch a common byte, where either is a tiled TMA
     store's box: per dimension where both are boxes of one layout (dims and strides alike, the
-    layout injective), else an element of each at one address."""
+    layout injective), else an element of each at one address. `roles`: the symbols the two
+    instances do not share (BLOCKS: two blocks; PER_INSTANCE_ROLES: two executions in one block)."""
     def alike(a, b):
         return len(a) == len(b) and all(z3.eq(z3.simplify(p), z3.simplify(q)) for p, q in zip(a, b))
     bx, by = "box_coords" in x.extra, "box_coords" in y.extra
@@ -1448,18 +1450,18 @@ def _box_overlap(ctx, x, y):
         out = []
         for c1, b1, c2, b2, dim in zip(x.extra["box_coords"], x.extra["box"], y.extra["box_coords"], y.extra["box"],
                                        x.extra["box_dims"]):
-            c1, c2 = ctx.instance(c1, "1", BLOCKS), ctx.instance(c2, "2", BLOCKS)
+            c1, c2 = ctx.instance(c1, "1", roles), ctx.instance(c2, "2", roles)
             # [max(c1, c2, 0), min(c1 + b1, c2 + b2, dim)) is not empty, pairwise (no If terms)
             out += [c1 < c2 + b2, c2 < c1 + b1, c1 < dim, c2 < dim, c1 + b1 > 0, c2 + b2 > 0]
         return out
     ranges = []
     for s, tag in ((x, "1"), (y, "2")):
         if "box_coords" in s.extra:
-            cs, addr = _box_cells(ctx, s, tag, f"~box{tag}")
+            cs, addr = _box_cells(ctx, s, tag, f"~box{tag}", roles)
             ranges.append((cs, addr, z3.IntVal(s.extra["elem_bytes"])))
         else:
             off, n = _byte_range(s)
-            ranges.append(([], ctx.instance(off, tag, BLOCKS), ctx.instance(n, tag, BLOCKS)))
+            ranges.append(([], ctx.instance(off, tag, roles), ctx.instance(n, tag, roles)))
     (c1, a1, n1), (c2, a2, n2) = ranges
     return c1 + c2 + [a1 < a2 + n2, a2 < a1 + n1]
 
@@ -1484,6 +1486,56 @@ def _box_race(k, ctx, x, y, differ):
     if res == "unknown":
         return unknown("barriers.global_race", f"solver could not decide a TMA store's box ({m})", x, k)
     return None
+
+
+def _tma_store_overlap(st):
+    """A tiled TMA store's global write is in flight until the kernel ends: TileLang's
+    tma_store_wait waits for the store's read of shared memory (cp.async.bulk.wait_group.read),
+    not for its write. So within one block, another execution of a TMA store into the same bytes
+    (two stores in flight, in no defined order), or a later access of them (a plain read or
+    write, a TMA load's box) races with it. Accesses before the store in program order and
+    outside its loops are not compared (their order would need the block's barriers)."""
+    from ..solver import PER_INSTANCE_ROLES
+    k, ctx = st.k, st.ctx
+    findings = []
+    stores = [s for s in k.sites if s.kind == "access" and s.op == "tma_store_box" and s.buf is not None]
+    if not stores:
+        return findings, "no TMA store boxes"
+    glob = [s for s in k.sites if s.kind == "access" and s.buf is not None and s.buf.scope == "global"
+            and not s.async_proxy and not s.extra.get("atomic") and s.op != "tma_store_dst"]
+    pairs = 0
+    for x in stores:
+        for y in glob:
+            if y.buf.name != x.buf.name:
+                continue
+            later = y.id >= x.id or bool({id(lp) for lp in x.loops} & {id(lp) for lp in y.loops})
+            if not later or (y.op == "tma_store_box" and y.id < x.id):
+                continue   # the pair (y, x) of two stores is asked once, from the earlier one
+            pairs += 1
+            extra = []
+            if x is y:     # two executions of one store: other threads, or other iterations
+                lin1, lin2 = ctx.instance(k.thread_linear(), "1"), ctx.instance(k.thread_linear(), "2")
+                extra.append(z3.Or([lin1 != lin2] + [ctx.instance(lp.sym, "1") != ctx.instance(lp.sym, "2")
+                                                     for lp in x.loops]))
+            overlap = _box_overlap(ctx, x, y, PER_INSTANCE_ROLES)
+            res, m = ctx.solve(ctx.base([(x, "1"), (y, "2")], relaxed=True) + extra + overlap)
+            if res == "unsat":
+                continue
+            full = ctx.base([(x, "1"), (y, "2")]) + extra + overlap
+            res, m = ctx.solve(full + ctx.product_lemmas(full) + ctx.order_lemmas(full))
+            if res == "sat":
+                what = ("another TMA store into them" if y.op == "tma_store_box"
+                        else "a TMA load of them" if y.op == "tma_load_box"
+                        else f"a later {'write' if y.write else 'read'} of them")
+                f = site_finding(k, ctx, "barriers.tma_store_overlap", x,
+                                 f"a TMA store into {x.buf.name} is in flight until the kernel ends (tma_store_wait "
+                                 f"waits for its shared-memory read only), and {what} by the same block races with it",
+                                 m, full)
+                f.access = x.text if x is y else f"{x.text}  <->  {y.text}"
+                findings.append(f)
+            elif res == "unknown":
+                findings.append(unknown("barriers.tma_store_overlap", f"solver could not decide ({m})", x, k))
+    return findings, f"{len(stores)} TMA store boxes, {pairs} pairs"
 
 
 def _monomials(t):
