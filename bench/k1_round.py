@@ -43,7 +43,7 @@ from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 C = 16
-RELEASED = "1,64,12,holes,diag,ds"  # the registry's K1 (holes, ds: varlen builds only)
+RELEASED = "1,64,12,holes,diag,ds,u0k2,el,lp,sg"  # the registry's K1 (holes, ds, sg: varlen builds only)
 DEFAULT = [RELEASED, "1,64,10", "2,128,5", "1,64,12,fast"]
 _K = {}
 
@@ -59,7 +59,7 @@ def k1_config(spec, varlen, fast=False):
                     chunk=32 if "ch32" in rest else C, rsqrt_nr="rnr" in rest,
                     tail_unswitch="tu" in rest, inv_rows="ir" in rest,
                     head_once="ho" in rest, early_loads="el" in rest,
-                    lean_prologue="lp" in rest, slot_guess="sg" in rest)
+                    lean_prologue="lp" in rest, slot_guess=varlen and "sg" in rest)
 
 
 def args_for(cfg, named):

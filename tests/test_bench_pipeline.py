@@ -48,3 +48,11 @@ def test_coresident_pairs_are_released(key):
     _, spec, k2 = coresident.PAIRS[key]
     released = {b.config for b in registry.RELEASED}
     assert k1_round.k1_config(spec, True) in released and k2 in released
+
+
+@pytest.mark.parametrize("varlen", [False, True])
+def test_k1_round_released_is_the_registry_k1(varlen):
+    """bench/k1_round.RELEASED names the registry's 16-token K1 (fixed and varlen), so the rounds
+    that time "the released K1" (k2_round, overlap_round) time it."""
+    assert k1_round.k1_config(k1_round.RELEASED, varlen) == registry.find("k1", varlen=varlen, fast_math=False,
+                                                                          chunk=16).config
