@@ -57,7 +57,6 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round23c # prepared in session 22: kda_prefill(out=o) host time interleaved with its floor (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round28d # session 28: GPU matrix as the rule picks (longest first on), bench_peers' H96 ragged and 8x1024 rows (< 10 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round28c # session 28: build, pipeline and longest-first GPU tests, pipeline at H32 1x32768, lf_probe (< 10 min)
-#   source .devbundle/activate.sh && bash bench/device_round.sh round28b # session 28: longest first through kda_prefill: build, GPU tests, lf_probe (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round28a # session 28: K2 longest first against the released K2, ragged and uniform rows (JIT, ~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round27b # session 27, prepared: the slab pipeline's GPU tests and times (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round27a # session 27: K1 beside resident chains where chains leave SMs idle (H32 1x32768, 1x131072, H64 1x8192; ~4 min)
@@ -595,23 +594,14 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -16
     timeout 150 python -u bench/lf_probe.py > "$OUT/lf_probe.log" 2>&1
     grep -E "Error|error" "$OUT/lf_probe.log" | head -3; grep -v '^{' "$OUT/lf_probe.log" | tail -17 ;;
-  round28b)
-    # session 28: longest first through kda_prefill (configs.LONGEST_FIRST off; forced here): build,
-    # its GPU tests (every state mode, ragged, empty and one-token sequences, around k2_order's
-    # max_ranked), then lf_probe (off against forced on, bitwise first; ragged and uniform rows)
-    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    timeout 200 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k longest > "$OUT/pytest_lf.log" 2>&1
-    tail -3 "$OUT/pytest_lf.log"
-    timeout 200 python -u bench/lf_probe.py > "$OUT/lf_probe.log" 2>&1
-    grep -E "Error|error" "$OUT/lf_probe.log" | head -3; grep -v '^{' "$OUT/lf_probe.log" | tail -18 ;;
   round28a)
     # session 28: K2 longest first (K2Config.longest_first, JIT) against the released K2 at 16 and
     # 32 tokens: ragged rows (bench/lpt_sim.py predicts -21% at H96 and H64 ragged6) and uniform
-    # ones (predicted unchanged), with the order's own cost (argsort on the device)
+    # ones (predicted unchanged); the order here is torch's argsort, the same permutation k2_order
+    # gives (bench/lf_probe.py times the released path)
     K2_SHAPES="H96 1x8192;H64 8x1024;H96 16x1024;H96 ragged6;H64 ragged6;H32 ragged5;H32 256x512" \
       timeout 400 python bench/k2_round.py 1,3,2,u0k2 1,3,2,u0k2,lf 1,3,2,u0k2,ch32 1,3,2,u0k2,ch32,lf > "$OUT/k2_lf.log" 2>&1
-    grep -E "Error|error" "$OUT/k2_lf.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_lf.log" | tail -10
-    grep -o '"[^"]*order ms": [0-9.]*' "$OUT/k2_lf.log" | head -14 ;;
+    grep -E "Error|error" "$OUT/k2_lf.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_lf.log" | tail -10 ;;
   round27a)
     # session 27: K1 beside resident chains where the chains leave SMs idle (the released pairs;
     # H32 1x32768 and 1x131072: 64 chains on 132 SMs; H64 1x8192: 128), the number a pipeline of

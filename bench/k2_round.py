@@ -77,7 +77,7 @@ def k2_call(spec, d, ws, h0):
     ht = torch.full((N,) + h0.shape[1:], float("nan"), device="cuda") if cfg.final_state else None
     kern = k1_round.compiled(cfg)
     order = None
-    if cfg.longest_first:   # what the API would pass: the sequences by length, longest first
+    if cfg.longest_first:   # k2_order's permutation: by length, longest first, ties by index
         order = torch.argsort(d["cu"][1:] - d["cu"][:-1], descending=True, stable=True).to(torch.int32)
     args = k1_round.args_for(cfg, dict(ws, v=d["v"], cu_seqlens=d["cu"], h0=h0, o=o, ht=ht, order=order))
     return (lambda: kern(*args)), o, ht
@@ -159,11 +159,6 @@ def main():
             torch.cuda.synchronize()
             row[f"{label} ms"] = do_bench(go2, warmup=10, rep=100, return_mode="median")
             row[f"{label} K1 ms"] = do_bench(go1, warmup=10, rep=100, return_mode="median")
-            if k2_config(spec, True).longest_first:   # the order the API computes a call
-                cu = d["cu"]
-                row[f"{label} order ms"] = do_bench(
-                    lambda: torch.argsort(cu[1:] - cu[:-1], descending=True, stable=True).to(torch.int32),
-                    warmup=10, rep=100, return_mode="median")
             del ws, d
         rows.append(row)
         print(json.dumps(row), flush=True)
