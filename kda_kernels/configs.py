@@ -120,7 +120,7 @@ def use_spp(N: int, T: int, HV: int) -> int:
 # kda_tile.api's spp_for answers SPP_LONGEST_FIRST for it.
 LONGEST_FIRST = True
 LF_MIN_PROGRAMS = 264
-LF_MAX_RANKED = 1024       # OrderConfig.max_ranked of the released k2_order
+LF_MAX_RANKED = 1024       # sequences k2_order ranks (OrderConfig.max_ranked)
 LF_MAX_SEQS = 65535        # grid y of the longest-first K2
 SPP_LONGEST_FIRST = 0
 
@@ -449,14 +449,14 @@ class K2Config(StateIO):
         if self.varlen:
             pre += ["B == 1", "N1 >= 2", "N1 <= 2**20 + 1"]
         if self.longest_first:
-            pre += ["N1 <= 65536"]
+            pre += [f"N1 <= {LF_MAX_SEQS + 1}"]
         if self.mode != "full":
             pre += ["G >= 1", "G <= 1024", "L >= 1", "L <= 2**20"]
         return pre
 
     def distinct(self) -> tuple:
         """Index buffers whose non-negative entries `verify` may assume pairwise distinct:
-        longest_first's order (a permutation the API computes by argsort)."""
+        longest_first's order (kda_kernels/k2_order.py writes distinct entries by construction)."""
         return ("order",) if self.longest_first else ()
 
 
@@ -515,7 +515,7 @@ class OrderConfig:
     rank r by length, longest first, for up to max_ranked sequences; the identity above."""
     varlen: bool = True
     threads: int = 512
-    max_ranked: int = 1024
+    max_ranked: int = LF_MAX_RANKED
     bank_conflict_budget: int = 1
 
     @property
@@ -529,7 +529,7 @@ class OrderConfig:
         return {}
 
     def preconditions(self) -> list[str]:
-        return ["N1 >= 2", "N1 <= 65536"]
+        return ["N1 >= 2", f"N1 <= {LF_MAX_SEQS + 1}"]
 
 
 @dataclass(frozen=True)

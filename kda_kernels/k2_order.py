@@ -11,8 +11,8 @@ order[r], launches the longest sequences' programs first and a batch's tail is i
 One program. Up to `max_ranked` sequences it ranks in shared memory: each thread counts the ranks
 of its sequences, then finds the sequence of each of its ranks, so every write goes to the
 thread's own entry. Each i has one rank, so no two ranks find the same i: the entries are
-distinct whatever the lengths are (the DISTINCT that K2's proof assumes). Above max_ranked
-(kda_prefill's rule takes the grouped K2 there) the order is the identity.
+distinct whatever the lengths are (the DISTINCT that K2's proof assumes). Above max_ranked the
+order is the identity (kda_prefill's rule runs longest first only up to it; forced on, above it).
 """
 import tilelang.language as T
 
@@ -35,24 +35,26 @@ def build_order(cfg: OrderConfig):
             c = T.alloc_local((1,), i32)
             if N1 - 1 <= R:
                 for p in T.unroll(PT):
-                    if p * NT + tx < N1 - 1:
-                        ln[p * NT + tx] = cu_seqlens[p * NT + tx + 1] - cu_seqlens[p * NT + tx]
+                    i = p * NT + tx     # the thread's p-th sequence
+                    if i < N1 - 1:
+                        ln[i] = cu_seqlens[i + 1] - cu_seqlens[i]
                 T.sync_threads()
                 for p in T.unroll(PT):
-                    if p * NT + tx < N1 - 1:
+                    i = p * NT + tx
+                    if i < N1 - 1:
                         c[0] = 0
                         for j in T.serial(N1 - 1):
-                            c[0] = c[0] + T.if_then_else(
-                                ln[j] > ln[p * NT + tx] or (ln[j] == ln[p * NT + tx] and j < p * NT + tx), 1, 0)
-                        rk[p * NT + tx] = c[0]
+                            c[0] = c[0] + T.if_then_else(ln[j] > ln[i] or (ln[j] == ln[i] and j < i), 1, 0)
+                        rk[i] = c[0]
                 T.sync_threads()
                 for p in T.unroll(PT):
-                    if p * NT + tx < N1 - 1:
+                    r = p * NT + tx     # the thread's p-th rank
+                    if r < N1 - 1:
                         c[0] = -1
-                        for i in T.serial(N1 - 1):
-                            if rk[i] == p * NT + tx:
-                                c[0] = i
-                        order[p * NT + tx] = c[0]
+                        for j in T.serial(N1 - 1):
+                            if rk[j] == r:
+                                c[0] = j
+                        order[r] = c[0]
             else:
                 for m in T.serial(T.ceildiv(N1 - 1, NT)):
                     if m * NT + tx < N1 - 1:

@@ -1240,8 +1240,7 @@ def _race_(st):
             if not ax and not ay:
                 extra.append(lin1 != lin2)
             if x is y:  # two different executions of one site
-                extra.append(z3.Or([lin1 != lin2] + [ctx.instance(lp.sym, "1") != ctx.instance(lp.sym, "2")
-                                                     for lp in x.loops]))
+                extra.append(_other_execution(ctx, k, x))
             # exhaustive pre-filter: can two executions touch a common byte at all?
             ov = any_overlap(k, x, y, *abs_range(x), *abs_range(y), distinct_threads=not ax and not ay)
             if ov is False:
@@ -1283,6 +1282,13 @@ def _race_(st):
     n_glob = sum(1 for s in acc if s.buf.scope == "global")
     return findings, (f"{len(acc) - n_glob} shared and {n_glob} global accesses, {pairs} pairs, "
                       f"{queried} solver queries")
+
+
+def _other_execution(ctx, k, s):
+    """Instances "1" and "2" of site s in one block are two executions: other threads, or other
+    iterations of its loops."""
+    lin1, lin2 = ctx.instance(k.thread_linear(), "1"), ctx.instance(k.thread_linear(), "2")
+    return z3.Or([lin1 != lin2] + [ctx.instance(lp.sym, "1") != ctx.instance(lp.sym, "2") for lp in s.loops])
 
 
 def _thread_digits_disjoint(st, x, y, extra):
@@ -1514,9 +1520,7 @@ def _tma_store_overlap(st):
             pairs += 1
             extra = []
             if x is y:     # two executions of one store: other threads, or other iterations
-                lin1, lin2 = ctx.instance(k.thread_linear(), "1"), ctx.instance(k.thread_linear(), "2")
-                extra.append(z3.Or([lin1 != lin2] + [ctx.instance(lp.sym, "1") != ctx.instance(lp.sym, "2")
-                                                     for lp in x.loops]))
+                extra.append(_other_execution(ctx, k, x))
             overlap = _box_overlap(ctx, x, y, PER_INSTANCE_ROLES)
             res, m = ctx.solve(ctx.base([(x, "1"), (y, "2")], relaxed=True) + extra + overlap)
             if res == "unsat":
