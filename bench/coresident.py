@@ -12,7 +12,7 @@ high-priority stream, eagerly, then K1 on a low-priority one, over independent w
 
     python bench/coresident.py [H [T [PAIRS]]]   # default H96 T8192 c2,16; one sequence (varlen builds)
 
-PAIRS: comma-separated keys of PAIRS (c2, 32, 16). Session 27 asks it where K2's chains leave SMs
+PAIRS: comma-separated keys of PAIRS (c2, 32, 16, 32s5, 32m1, 32s6m1). Session 27 asks it where K2's chains leave SMs
 idle (H32 1x32768: 64 chains on 132 SMs), the number a pipeline of time slabs rests on.
 
 Rows (ms, median of 30 event-timed runs after one untimed: stage_times.event_ms): K1 alone, K2 alone, K2 then K1 side by
@@ -37,7 +37,15 @@ PAIRS = {"c2": ("32-token, K2 two consumers", "1,128,5,holes,diag,ds,u0k2,ch32,r
                  K2Config(varlen=True, u0_in_k2=True, chunk=32, consumers=2, min_blocks=1)),
          "32": ("32-token (released)", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
                 K2Config(varlen=True, u0_in_k2=True, chunk=32)),
-         "16": ("16-token (released)", "1,64,12,holes,diag,ds,u0k2,el,lp,sg", K2Config(varlen=True, u0_in_k2=True))}
+         "16": ("16-token (released)", "1,64,12,holes,diag,ds,u0k2,el,lp,sg", K2Config(varlen=True, u0_in_k2=True)),
+         # session 29: the ring's depth and the chain's SM to itself (min_blocks 1 takes every
+         # register, so no K1 program shares a chain's SM)
+         "32s5": ("32-token, K2 5 slots", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
+                  K2Config(varlen=True, u0_in_k2=True, chunk=32, stages=5)),
+         "32m1": ("32-token, K2 SM alone", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
+                  K2Config(varlen=True, u0_in_k2=True, chunk=32, min_blocks=1)),
+         "32s6m1": ("32-token, K2 6 slots, SM alone", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
+                    K2Config(varlen=True, u0_in_k2=True, chunk=32, stages=6, min_blocks=1))}
 
 
 def main():
@@ -48,7 +56,7 @@ def main():
     d = k1_round.inputs(1, T, H, [T], seed=5)
     s_hi = torch.cuda.Stream(priority=-1)   # lower is higher; torch takes -1 (high) and 0 (low)
     s_lo = torch.cuda.Stream(priority=0)
-    rows = []
+    rows, ref_o = [], None
     for label, spec, k2cfg in pairs:
         k1cfg = k1_round.k1_config(spec, True)
         ch = k1cfg.chunk
@@ -73,14 +81,20 @@ def main():
                 k1(*a1)
             cur.wait_stream(s_hi)
             cur.wait_stream(s_lo)
-        r = dict(pair=label, H=H, T=T, k1=event_ms(lambda: k1(*a1), 30), k2=event_ms(lambda: k2(*a2), 30),
-                 both=event_ms(both, 30))
+        o.fill_(float("nan"))
+        k2(*a2)
+        torch.cuda.synchronize()
+        if ref_o is None:
+            ref_o = o.clone()
+        r = dict(pair=label, H=H, T=T, same_o_as_first=bool(torch.equal(o, ref_o)),
+                 k1=event_ms(lambda: k1(*a1), 30), k2=event_ms(lambda: k2(*a2), 30), both=event_ms(both, 30))
         r["sum"] = r["k1"] + r["k2"]
         rows.append(r)
         print(json.dumps(r), flush=True)
-    print(f"{'pair (H%d 1x%d)' % (H, T):32s} {'K1':>7s} {'K2':>7s} {'sum':>7s} {'side by side':>13s}")
+    print(f"{'pair (H%d 1x%d)' % (H, T):32s} {'K1':>7s} {'K2':>7s} {'sum':>7s} {'side by side':>13s} o")
     for r in rows:
-        print(f"{r['pair']:32s} {r['k1']:7.3f} {r['k2']:7.3f} {r['sum']:7.3f} {r['both']:13.3f}")
+        print(f"{r['pair']:32s} {r['k1']:7.3f} {r['k2']:7.3f} {r['sum']:7.3f} {r['both']:13.3f} "
+              + ("same" if r["same_o_as_first"] else "DIFFERS"))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round29a # session 29: K1 beside K2 variants (ring depth, SM alone), the pipeline on this card (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26a # session 26: K2 over four sequences a program released for many short sequences: build, its GPU tests, spp_api (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26b # session 26: the GPU matrix as the rule picks, stage times (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26e # session 26: spp8 release: build, GPU matrix (rule), spp_api 1/4/8 (~7 min)
@@ -575,6 +576,16 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     tail -3 "$OUT/pytest_pipeline.log"
     timeout 330 python -u bench/pipeline_probe.py > "$OUT/pipeline_probe.log" 2>&1
     grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -75 ;;
+  round29a)
+    # session 29: is the pipeline's K2 slowed by K1's bytes or by K1's programs on its SMs? K1 beside
+    # the chains at H32 1x32768 with K2 variants (the released 32-token pair; a 5-slot ring; the
+    # chain's SM to itself, min_blocks 1, at 3 and 6 slots), then the pipeline on this card
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 240 python bench/coresident.py 32 32768 32,32s5,32m1,32s6m1 > "$OUT/coresident_32x32768.log" 2>&1
+    grep -E "Error|error|FAILED" "$OUT/coresident_32x32768.log" | head -3; tail -5 "$OUT/coresident_32x32768.log"
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 90 python -u bench/pipeline_probe.py --quick > "$OUT/pipeline_probe.log" 2>&1
+    grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -16 ;;
   round28d)
     # session 28: longest first released (configs.LONGEST_FIRST): the GPU matrix as the rule picks
     # (split tests apart), then bench_peers' H96 ragged and 8x1024 rows with the peers
