@@ -37,7 +37,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13b # K1 Mqk split variants, release, matrix w/o split (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
-#   source .devbundle/activate.sh && bash bench/device_round.sh round29a # session 29: K1 beside K2 variants (ring depth, SM alone), the pipeline on this card, the split at 32 tokens (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round29a # session 29: K1 beside K2 variants (ring depth, SM alone) (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round29b # session 29: the split at 32 tokens against 16, JIT (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26a # session 26: K2 over four sequences a program released for many short sequences: build, its GPU tests, spp_api (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26b # session 26: the GPU matrix as the rule picks, stage times (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26e # session 26: spp8 release: build, GPU matrix (rule), spp_api 1/4/8 (~7 min)
@@ -579,15 +580,15 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
   round29a)
     # session 29: is the pipeline's K2 slowed by K1's bytes or by K1's programs on its SMs? K1 beside
     # the chains at H32 1x32768 with K2 variants (the released 32-token pair; a 5-slot ring; the
-    # chain's SM to itself, min_blocks 1, at 3 and 6 slots), then the pipeline on this card
+    # chain's SM to itself, min_blocks 1, at 3 and 6 slots)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     timeout 240 python bench/coresident.py 32 32768 32,32s5,32m1,32s6m1 > "$OUT/coresident_32x32768.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/coresident_32x32768.log" | head -3; tail -5 "$OUT/coresident_32x32768.log"
-    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    timeout 90 python -u bench/pipeline_probe.py --quick > "$OUT/pipeline_probe.log" 2>&1
-    grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -16
-    # then the split at 32-token chunks against the released 16 (JIT, the registry's K1s), checked
-    # against float64 at 32 first
+    ;;
+  round29b)
+    # session 29: the split at 32-token chunks against the released 16 (JIT, the registry's K1s),
+    # checked against float64 at 32 first
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     export SPLIT_SHAPES="H8 1x65536,H8 1x262144"
     SPLIT_CHUNK=32 timeout 170 python bench/split_round.py 8 16 > "$OUT/split32.log" 2>&1
     grep -E "error|Error" "$OUT/split32.log" | head -3; grep -v '^{' "$OUT/split32.log" | tail -8
