@@ -255,3 +255,69 @@ PRECONDITIONS.update({n: SIZE for n in ("tma_store_rows", "tma_store_rows_overla
 EXPECT.update({"tma_store_rows": None, "tma_store_rows_overlap": "barriers.tma_store_overlap",
                "tma_store_read_back": "barriers.tma_store_overlap"})
 TWIN.update({"tma_store_rows_overlap": "tma_store_rows", "tma_store_read_back": "tma_store_rows"})
+
+
+# 1-D bulk TMA copies (tl::tma_load / tl::tma_store with a pointer and a byte count): TileLang
+# lowers T.tma_copy to them where the region is contiguous and provably in bounds, hence the
+# static length
+BULK_N = 4096
+
+
+def _bulk_read(name, ahead):
+    """Each block bulk-loads 256 elements of B (the next block's when `ahead`, else its own) and
+    then writes its own 256 with plain stores."""
+    N = BULK_N
+
+    @T.prim_func
+    def kern(B: T.Tensor((N,), "float16")):
+        with T.Kernel(N // 256 - 1, threads=128) as bx:
+            S = T.alloc_shared((256,), "float16")
+            full = T.alloc_barrier(arrive_count=[128])
+            tx = T.get_thread_binding()
+            r0 = (bx + 1) * 256 if ahead else bx * 256
+            T.tma_copy(B[r0:r0 + 256], S, barrier=full[0])
+            T.barrier_arrive(full[0])
+            T.barrier_wait(full[0], 0)
+            for i in T.serial(2):
+                B[bx * 256 + tx * 2 + i] = S[tx * 2 + i] * T.float16(2.0)
+    return kern.with_attr("global_symbol", name)
+
+
+def bulk_load_ahead():
+    return _bulk_read("bulk_load_ahead", True)
+
+
+def bulk_load_own():
+    return _bulk_read("bulk_load_own", False)
+
+
+def _bulk_store(name, read_back):
+    """Each block bulk-stores its 256 elements of B; with `read_back` thread 0 then reads the first
+    of them, which the store may still be writing."""
+    N = BULK_N
+
+    @T.prim_func
+    def kern(A: T.Tensor((N,), "float16"), B: T.Tensor((N,), "float16"), C: T.Tensor((N // 256,), "float16")):
+        with T.Kernel(N // 256, threads=128) as bx:
+            S = T.alloc_shared((256,), "float16")
+            tx = T.get_thread_binding()
+            for i in T.serial(2):
+                S[tx * 2 + i] = A[bx * 256 + tx * 2 + i] * T.float16(2.0)
+            T.tma_copy(S, B[bx * 256:bx * 256 + 256])
+            if read_back and tx == 0:
+                C[bx] = B[bx * 256]
+    return kern.with_attr("global_symbol", name)
+
+
+def bulk_store_rows():
+    return _bulk_store("bulk_store_rows", False)
+
+
+def bulk_store_read_back():
+    return _bulk_store("bulk_store_read_back", True)
+
+
+KERNELS.update({f.__name__: f for f in (bulk_load_ahead, bulk_load_own, bulk_store_rows, bulk_store_read_back)})
+EXPECT.update({"bulk_load_ahead": "barriers.global_race", "bulk_load_own": None,
+               "bulk_store_rows": None, "bulk_store_read_back": "barriers.tma_store_overlap"})
+TWIN.update({"bulk_load_ahead": "bulk_load_own", "bulk_store_read_back": "bulk_store_rows"})

@@ -1333,11 +1333,12 @@ def _global_race(st):
     stored without atomics, overlapping output tiles, a padded entry of an index table reading the
     row a live entry updates in place). Atomic updates do not race; writes through TMA descriptors
     and the boxes tiled TMA loads read are compared box against box or byte range (_box_overlap;
-    bounds.tma keeps them inside their tensor)."""
+    bounds.tma keeps them inside their tensor), and a 1-D bulk TMA copy's global bytes as a plain
+    access's (a bulk load reads them, a bulk store writes them)."""
     k, ctx = st.k, st.ctx
     findings = []
     plain = [s for s in k.sites if s.kind == "access" and s.buf is not None and s.buf.scope == "global"
-             and not s.extra.get("atomic") and s.op not in ("tma_load_src",)]
+             and not s.extra.get("atomic")]
     writes = [s for s in plain if s.write]
     if not k.blocks or not writes:
         return findings, f"{len(writes)} global writes"
@@ -1494,8 +1495,12 @@ def _box_race(k, ctx, x, y, differ):
     return None
 
 
+# The global side of a TMA store: a tiled store's box, a 1-D bulk store's byte range
+TMA_STORES = ("tma_store_box", "tma_store_dst")
+
+
 def _tma_store_overlap(st):
-    """A tiled TMA store's global write is in flight until the kernel ends: TileLang's
+    """A TMA store's global write (tiled or 1-D bulk) is in flight until the kernel ends: TileLang's
     tma_store_wait waits for the store's read of shared memory (cp.async.bulk.wait_group.read),
     not for its write. So within one block, another execution of a TMA store into the same bytes
     (two stores in flight, in no defined order), or a later access of them (a plain read or
@@ -1504,18 +1509,18 @@ def _tma_store_overlap(st):
     from ..solver import PER_INSTANCE_ROLES
     k, ctx = st.k, st.ctx
     findings = []
-    stores = [s for s in k.sites if s.kind == "access" and s.op == "tma_store_box" and s.buf is not None]
+    stores = [s for s in k.sites if s.kind == "access" and s.op in TMA_STORES and s.buf is not None]
     if not stores:
-        return findings, "no TMA store boxes"
+        return findings, "no TMA stores"
     glob = [s for s in k.sites if s.kind == "access" and s.buf is not None and s.buf.scope == "global"
-            and not s.async_proxy and not s.extra.get("atomic") and s.op != "tma_store_dst"]
+            and not s.async_proxy and not s.extra.get("atomic")]
     pairs = 0
     for x in stores:
         for y in glob:
             if y.buf.name != x.buf.name:
                 continue
             later = y.id >= x.id or bool({id(lp) for lp in x.loops} & {id(lp) for lp in y.loops})
-            if not later or (y.op == "tma_store_box" and y.id < x.id):
+            if not later or (y.op in TMA_STORES and y.id < x.id):
                 continue   # the pair (y, x) of two stores is asked once, from the earlier one
             pairs += 1
             extra = []
@@ -1528,8 +1533,8 @@ def _tma_store_overlap(st):
             full = ctx.base([(x, "1"), (y, "2")]) + extra + overlap
             res, m = ctx.solve(full + ctx.product_lemmas(full) + ctx.order_lemmas(full))
             if res == "sat":
-                what = ("another TMA store into them" if y.op == "tma_store_box"
-                        else "a TMA load of them" if y.op == "tma_load_box"
+                what = ("another TMA store into them" if y.op in TMA_STORES
+                        else "a TMA load of them" if y.op in ("tma_load_box", "tma_load_src")
                         else f"a later {'write' if y.write else 'read'} of them")
                 f = site_finding(k, ctx, "barriers.tma_store_overlap", x,
                                  f"a TMA store into {x.buf.name} is in flight until the kernel ends (tma_store_wait "
@@ -1539,7 +1544,7 @@ def _tma_store_overlap(st):
                 findings.append(f)
             elif res == "unknown":
                 findings.append(unknown("barriers.tma_store_overlap", f"solver could not decide ({m})", x, k))
-    return findings, f"{len(stores)} TMA store boxes, {pairs} pairs"
+    return findings, f"{len(stores)} TMA stores, {pairs} pairs"
 
 
 def _monomials(t):
