@@ -57,7 +57,7 @@ def k2_config(spec, varlen):
     return cfg
 
 
-K1_CH32 = "1,128,5,holes,diag,ds,u0k2,ch32"   # the released 32-token K1
+K1_CH32 = "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg"   # the registry's 32-token varlen K1
 
 
 def k1_spec(spec):
