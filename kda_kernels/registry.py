@@ -113,9 +113,12 @@ def _released() -> tuple[Build, ...]:
         builds.append(Build("k1", K1Config(varlen=varlen, fast_math=fast_math, skip_holes=varlen, dyn_search=varlen,
                                            u0_in_k2=True, chunk=32, threads=128, min_blocks=5,
                                            rsqrt_nr=not fast_math, tail_unswitch=True, **_prologue(varlen))))
+    # Their K2 claims its SM's whole register file (min_blocks 1): the rule gives each chain an SM
+    # of its own anyway, and no K1 program then shares it (session 29, H100, H32 1x32768: K2 alone
+    # 0.870 -> 0.848 ms; beside a whole K1 on two streams 1.441 -> 1.285).
     for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final, u0_in_k2=True,
-                                           chunk=32)))
+                                           chunk=32, min_blocks=1)))
     # The sequence split: K1, then pass A, the scan (which reads the initial state and writes the
     # final state) and pass C in place of K2. Varlen only: kda_prefill passes a fixed batch to it
     # as B sequences of T tokens.
