@@ -12,7 +12,7 @@ high-priority stream, eagerly, then K1 on a low-priority one, over independent w
 
     python bench/coresident.py [H [T [PAIRS]]]   # default H96 T8192 c2,16; one sequence (varlen builds)
 
-PAIRS: comma-separated keys of PAIRS (c2, 32, 16, 32s5, 32m1, 32s6m1). Session 27 asks it where K2's chains leave SMs
+PAIRS: comma-separated keys of PAIRS (c2, 32, 32m2, 16, 32s5, 32s6m1). Session 27 asks it where K2's chains leave SMs
 idle (H32 1x32768: 64 chains on 132 SMs), the number a pipeline of time slabs rests on.
 
 Rows (ms, median of 30 event-timed runs after one untimed: stage_times.event_ms): K1 alone, K2 alone, K2 then K1 side by
@@ -36,14 +36,15 @@ from kda_kernels.configs import K2Config  # noqa: E402
 PAIRS = {"c2": ("32-token, K2 two consumers", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
                  K2Config(varlen=True, u0_in_k2=True, chunk=32, consumers=2, min_blocks=1)),
          "32": ("32-token (released)", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
-                K2Config(varlen=True, u0_in_k2=True, chunk=32)),
+                K2Config(varlen=True, u0_in_k2=True, chunk=32, min_blocks=1)),
+         # the 32-token K2 as released until session 29 (two programs' registers an SM)
+         "32m2": ("32-token, K2 min_blocks 2", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
+                  K2Config(varlen=True, u0_in_k2=True, chunk=32)),
          "16": ("16-token (released)", "1,64,12,holes,diag,ds,u0k2,el,lp,sg", K2Config(varlen=True, u0_in_k2=True)),
-         # session 29: the ring's depth and the chain's SM to itself (min_blocks 1 takes every
-         # register, so no K1 program shares a chain's SM)
+         # session 29: the ring's depth, and the chain's SM to itself (min_blocks 1 takes every
+         # register, so no K1 program shares a chain's SM: released since)
          "32s5": ("32-token, K2 5 slots", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
                   K2Config(varlen=True, u0_in_k2=True, chunk=32, stages=5)),
-         "32m1": ("32-token, K2 SM alone", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
-                  K2Config(varlen=True, u0_in_k2=True, chunk=32, min_blocks=1)),
          "32s6m1": ("32-token, K2 6 slots, SM alone", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
                     K2Config(varlen=True, u0_in_k2=True, chunk=32, stages=6, min_blocks=1))}
 

@@ -581,9 +581,9 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
   round29a)
     # session 29: is the pipeline's K2 slowed by K1's bytes or by K1's programs on its SMs? K1 beside
     # the chains at H32 1x32768 with K2 variants (the released 32-token pair; a 5-slot ring; the
-    # chain's SM to itself, min_blocks 1, at 3 and 6 slots)
+    # chain's SM to itself, min_blocks 1, at 3 and 6 slots; the keys as renamed after the round)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-    timeout 240 python bench/coresident.py 32 32768 32,32s5,32m1,32s6m1 > "$OUT/coresident_32x32768.log" 2>&1
+    timeout 240 python bench/coresident.py 32 32768 32m2,32s5,32,32s6m1 > "$OUT/coresident_32x32768.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/coresident_32x32768.log" | head -3; tail -5 "$OUT/coresident_32x32768.log"
     ;;
   round29c)
