@@ -132,13 +132,17 @@ def use_longest_first(N: int, T: int, HV: int) -> bool:
 
 
 # The slab pipeline (kda_tile.slabs.run_pipelined; session 27): a one-sequence call whose K2 leaves
-# SMs idle (2 HV chains, 64 of 132 SMs at H32) runs as PIPE_SLABS slabs, K1 of slab j + 1 beside
-# K2 of slab j on two streams. Measured slower (round 28c, H100, bench/pipeline_probe.py): H32
-# 1x32768 1.464 ms whole against 1.750 / 1.760 / 3.280 at 4 / 8 / 16 slabs; the timeline shows K1
-# beside K2 as planned, but each slab's K2 then takes ~168 us against ~104 alone. So it stays off
-# (PIPE_MAX_CHAINS = 0); KDA_TILE_PIPELINE=1 forces it on for the calls it can take.
-PIPE_MAX_CHAINS = 0
-PIPE_MIN_TOKENS = 4096
+# SMs idle (2 HV chains, 64 of 132 SMs at H32) runs as slabs, K1 of slab j + 1 beside K2 of slab j
+# on two streams. It pays once the 32-token K2 keeps its SM to itself (min_blocks 1; with two
+# programs' registers an SM, K1's programs shared the chains' SMs and slowed them: round 28c, H100,
+# 1.464 ms whole against 1.750). Round 29c (H200, bench/pipeline_probe.py, bitwise equal to the
+# whole call): H32 1x32768 1.404 -> 1.180 ms (4 slabs of 8192 tokens), H32 1x131072 5.523 -> 4.331
+# (8 of 16384). Shorter slabs lose to the host's two calls and events a slab (16 of 2048 tokens:
+# 1.5-1.8x the whole call), and 96 chains or more gain nothing (H48 1x16384 1.00-1.03; H64 and H96
+# 1x8192 lose). So: 64 chains or fewer, slabs of PIPE_MIN_SLAB tokens or more, at most PIPE_SLABS.
+PIPE_MAX_CHAINS = 64
+PIPE_MIN_SLAB = 8192
+PIPE_MIN_TOKENS = 4 * PIPE_MIN_SLAB
 PIPE_SLABS = 8
 
 

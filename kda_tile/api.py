@@ -235,7 +235,8 @@ def _slabbed(tokens, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initi
 # The slab pipeline (kda_tile.slabs.run_pipelined): a one-sequence unsplit call that
 # configs.use_pipeline takes (PIPELINE None), or every such call (True; KDA_TILE_PIPELINE=1 at
 # import) or none (False; KDA_TILE_PIPELINE=0). PIPE_SLABS slabs (KDA_TILE_PIPE_SLABS), fewer where
-# a slab would be shorter than slabs.MIN_TOKENS, more where WORKSPACE_LIMIT needs smaller ones.
+# a slab would be shorter than slabs.MIN_TOKENS (or, as the rule picks, than configs.PIPE_MIN_SLAB),
+# more where WORKSPACE_LIMIT needs smaller ones.
 PIPELINE = _env_choice("KDA_TILE_PIPELINE", {"1": True, "0": False})
 PIPE_SLABS = _env_count("KDA_TILE_PIPE_SLABS") or _configs.PIPE_SLABS
 # (N, T, HV) -> the pipeline's slab tokens (0: not pipelined)
@@ -250,6 +251,8 @@ def _pipe_rule(N, T, HV):
     if split or not (PIPELINE if PIPELINE is not None else _configs.use_pipeline(N, T, HV)):
         return 0
     n = PIPE_SLABS
+    if PIPELINE is None:
+        n = max(1, min(n, T // _configs.PIPE_MIN_SLAB))
     while True:
         tokens = -(-T // n)
         tokens = max(slabs.MIN_TOKENS, -(-tokens // slabs.ALIGN) * slabs.ALIGN)

@@ -352,11 +352,13 @@ def test_pipeline_orders_each_slab_and_matches_the_whole_sequence(monkeypatch, h
 
 
 @pytest.mark.parametrize("T,HV,on,limit_mb,want", [
-    (32768, 32, True, None, 4096), (32768, 32, None, None, 0), (32768, 32, False, None, 0),
+    (32768, 32, True, None, 4096), (32768, 32, None, None, 8192), (131072, 32, None, None, 16384),
+    (40000, 32, None, None, 10016), (16384, 32, None, None, 0), (32768, 48, None, None, 0), (32768, 32, False, None, 0),
     (8192, 96, True, 64, None), (1 << 20, 8, True, None, 0), (2000, 4, True, None, 256), (300, 4, True, None, 256), (256, 4, True, None, 0)])
 def test_pipeline_rule(T, HV, on, limit_mb, want):
-    """The slab tokens of a one-sequence call: PIPE_SLABS slabs when forced on, none where the call
-    takes the split or is too short to cut, smaller slabs where a workspace limit needs them."""
+    """The slab tokens of a one-sequence call: PIPE_SLABS slabs when forced on; as the rule picks,
+    up to PIPE_SLABS slabs of at least PIPE_MIN_SLAB tokens at 64 chains or fewer; none where the
+    call takes the split or is too short to cut; smaller slabs where a workspace limit needs them."""
     try:
         api.set_pipeline(on)
         api.set_workspace_limit(None if limit_mb is None else limit_mb << 20)
