@@ -347,9 +347,10 @@ def test_pipeline_whole_graph_memory(T, H, limit_mb):
     inp = _inputs(1, T, H, seed=T + H + 1)
     args = [inp[n] for n in ("q", "k", "v", "g", "beta")]
     kw = dict(A_log=inp["A_log"], dt_bias=inp["dt_bias"], initial_state=inp["h0"], output_final_state=True)
-    o_whole, ht_whole = kda_tile.kda_prefill(*args, **kw)
-    api.empty_cache()
     try:
+        api.set_pipeline(False)     # the whole call, which the rule would pipeline at H32 1x32768
+        o_whole, ht_whole = kda_tile.kda_prefill(*args, **kw)
+        api.empty_cache()
         api.set_pipeline(True)
         api.set_workspace_limit(None if limit_mb is None else limit_mb << 20)
         assert api._pipe_rule(1, T, H) > 0
