@@ -38,6 +38,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round13c # the matrix's split tests (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round29a # session 29: K1 beside K2 variants (ring depth, SM alone) (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round30a # prepared in session 29: K2 counters, the pipeline's unmeasured shapes (~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round30b # prepared in session 29: the whole peer table (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round29c # session 29: 32-token K2 at min_blocks 1: build, forced-32 and pipeline GPU tests, stage times, pipeline (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round29b # session 29: the split at 32 tokens against 16, JIT (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round26a # session 26: K2 over four sequences a program released for many short sequences: build, its GPU tests, spp_api (~6 min)
@@ -586,6 +588,25 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     timeout 240 python bench/coresident.py 32 32768 32m2,32s5,32,32s6m1 > "$OUT/coresident_32x32768.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/coresident_32x32768.log" | head -3; tail -5 "$OUT/coresident_32x32768.log"
     ;;
+  round30a)
+    # prepared in session 29 for the next session's first call (~5 min): counters of the released
+    # 32-token K2 at min_blocks 1 (the whole call, pipeline off), the pipeline where the rule takes
+    # it and round 29c did not measure (48 chains; H32 1x262144); round30b is the peer table
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    KDA_TILE_PIPELINE=0 timeout 110 ncu --clock-control none --profile-from-start off --csv --page details \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section MemoryWorkloadAnalysis python bench/ncu_prefill.py 32 32768 > "$OUT/ncu_H32_32768.csv" 2> "$OUT/ncu_H32_32768.err"
+    tail -1 "$OUT/ncu_H32_32768.err"
+    PIPE_SHAPES="H24 1x32768 cu,H32 1x262144 cu" timeout 120 python -u bench/pipeline_probe.py > "$OUT/pipeline_probe.log" 2>&1
+    grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | grep -v "slab .* K" | tail -10 ;;
+  round30b)
+    # prepared in session 29: the whole peer table on its own call (fla's first compiles take
+    # ~90 s), with the pipeline and longest first on
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    BENCH_NO_HOST=1 timeout 480 python bench/bench_peers.py --out "$OUT" > "$OUT/bench_peers.log" 2>&1
+    grep -E "Error|error" "$OUT/bench_peers.log" | head -3; tail -14 "$OUT/bench_peers.log" ;;
   round29c)
     # session 29: the 32-token K2 builds at min_blocks 1 released: build, the GPU tests with every
     # unsplit call forced to 32-token chunks (fixed, varlen, batched, long, GVA; every state mode),

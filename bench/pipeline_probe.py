@@ -11,6 +11,7 @@ fp32), checked before anything is timed. Writes pipeline_probe.json under $OUT (
 bench/results/), a table last.
 """
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -32,7 +33,13 @@ SHAPES = [  # label, T, H, cu, slab counts; chains = 2 H
     ("H64 1x8192 cu", 8192, 64, True, [4, 8]),
     ("H96 1x8192 cu", 8192, 96, True, [4, 8]),
     ("H32 1x32768", 32768, 32, False, [8]),
+    # session 29: shapes the rule takes that round 29c did not measure (48 chains; a longer sequence)
+    ("H24 1x32768 cu", 32768, 24, True, [4, 8]),
+    ("H32 1x262144 cu", 262144, 32, True, [8, 16]),
 ]
+# PIPE_SHAPES="H24 1x32768 cu,H32 1x262144 cu" keeps those rows only (the full run)
+if os.environ.get("PIPE_SHAPES"):
+    SHAPES = [s for s in SHAPES if s[0] in os.environ["PIPE_SHAPES"].split(",")]
 LIMITS = [("H96 1x8192 cu", 8192, 96, 64), ("H32 1x32768 cu", 32768, 32, 64)]   # label, T, H, MB
 
 
