@@ -468,3 +468,22 @@ def test_bad_environment_values_are_named(name, value, want):
     r = subprocess.run([sys.executable, "-c", "import kda_tile.api"], env=env, capture_output=True, text=True)
     assert r.returncode != 0
     assert r.stderr.strip().splitlines()[-1] == f"ValueError: {name}: {want}, got {value!r}"
+
+
+@pytest.mark.parametrize("T,H,want", [(32768, 32, 8192), (131072, 24, 16384), (16384, 32, 0), (32768, 48, 0)])
+def test_api_routes_by_the_pipeline_rule(monkeypatch, T, H, want):
+    """As the rule picks (no set_pipeline): a one-sequence call of 64 chains or fewer and at least
+    32768 tokens goes to the pipeline in slabs of at least 8192 tokens, fixed row or cu_seqlens;
+    shorter calls and more chains take the whole call (here the entry's device check)."""
+    seen = []
+    monkeypatch.setattr(api, "_pipelined", lambda tokens, *a: seen.append(tokens) or ("piped", None))
+    q = torch.zeros(1, 1, H, 128, dtype=BF).expand(1, T, H, 128)
+    kw = dict(A_log=torch.zeros(H), dt_bias=torch.zeros(H, 128))
+    api.set_pipeline(None)
+    for cu in (None, torch.tensor([0, T])):
+        if want:
+            assert api.kda_prefill(q, q, q, q, q[..., 0], **kw, cu_seqlens=cu)[0] == "piped"
+        else:
+            with pytest.raises(ValueError, match="expected a cuda tensor|device"):
+                api.kda_prefill(q, q, q, q, q[..., 0], **kw, cu_seqlens=cu)
+    assert seen == ([want, want] if want else [])
