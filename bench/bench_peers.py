@@ -225,8 +225,7 @@ def run_shape(i, H, lens, do_bench, HV=None):
         row["kda_tile_split"], row["kda_tile_chunk"], row["kda_tile_spp"] = split, chunk, spp
         # a one-sequence call the slab pipeline takes: K1 and K2 below are each timed whole and
         # alone, and overlap in the call (their sum is more than its time)
-        N = d["cu"].numel() - 1
-        row["kda_tile_pipeline_tokens"] = api._pipe_rule(N, d["q"].shape[1], d["v"].shape[2]) if N == 1 else 0
+        row["kda_tile_pipeline_tokens"] = api._pipe_rule(d["cu"].numel() - 1, d["q"].shape[1], d["v"].shape[2])
         with torch.inference_mode():
             k1_fn, k2_fn = stage_timers(d, chunk, spp)
             row["kda_tile_k1_ms"] = do_bench(k1_fn, warmup=25, rep=200, return_mode="median")

@@ -33,19 +33,19 @@ from stage_times import event_ms  # noqa: E402
 from kda_tile import _launch  # noqa: E402
 from kda_kernels.configs import K2Config  # noqa: E402
 
-PAIRS = {"c2": ("32-token, K2 two consumers", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
+PAIRS = {"c2": ("32-token, K2 two consumers", k1_round.RELEASED_CH32,
                  K2Config(varlen=True, u0_in_k2=True, chunk=32, consumers=2, min_blocks=1)),
-         "32": ("32-token (released)", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
+         "32": ("32-token (released)", k1_round.RELEASED_CH32,
                 K2Config(varlen=True, u0_in_k2=True, chunk=32, min_blocks=1)),
          # the 32-token K2 as released until session 29 (two programs' registers an SM)
-         "32m2": ("32-token, K2 min_blocks 2", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
+         "32m2": ("32-token, K2 min_blocks 2", k1_round.RELEASED_CH32,
                   K2Config(varlen=True, u0_in_k2=True, chunk=32)),
-         "16": ("16-token (released)", "1,64,12,holes,diag,ds,u0k2,el,lp,sg", K2Config(varlen=True, u0_in_k2=True)),
+         "16": ("16-token (released)", k1_round.RELEASED, K2Config(varlen=True, u0_in_k2=True)),
          # session 29: the ring's depth, and the chain's SM to itself (min_blocks 1 takes every
          # register, so no K1 program shares a chain's SM: released since)
-         "32s5": ("32-token, K2 5 slots", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
+         "32s5": ("32-token, K2 5 slots", k1_round.RELEASED_CH32,
                   K2Config(varlen=True, u0_in_k2=True, chunk=32, stages=5)),
-         "32s6m1": ("32-token, K2 6 slots, SM alone", "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg",
+         "32s6m1": ("32-token, K2 6 slots, SM alone", k1_round.RELEASED_CH32,
                     K2Config(varlen=True, u0_in_k2=True, chunk=32, stages=6, min_blocks=1))}
 
 

@@ -57,15 +57,12 @@ def k2_config(spec, varlen):
     return cfg
 
 
-K1_CH32 = "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg"   # the registry's 32-token varlen K1
-
-
 def k1_spec(spec):
     """The K1 that feeds K2 variant `spec`: the released one, with u0k2 where K2 forms U0; for
-    32-token chunks (ch32) K1_CH32."""
+    32-token chunks (ch32) k1_round.RELEASED_CH32."""
     parts = spec.split(",")
     if "ch32" in parts:
-        return K1_CH32
+        return k1_round.RELEASED_CH32
     return k1_round.RELEASED + (",u0k2" if "u0k2" in parts else "")
 
 

@@ -31,8 +31,8 @@ compiled = k1_round.compiled
 # and C at 32, as configured in the registry's unsplit 32-token builds). Both in the released
 # u0k2 form: K1 writes Ab, the passes form U0 = Ab v.
 CH = int(os.environ.get("SPLIT_CHUNK", "16"))
-# the registry's varlen K1 at that chunk (session 29: the prologue knobs of sessions 22-25 added)
-K1_SPEC = "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg" if CH == 32 else k1_round.RELEASED
+# the registry's varlen K1 at that chunk
+K1_SPEC = k1_round.RELEASED_CH32 if CH == 32 else k1_round.RELEASED
 
 
 # Consumer warpgroups a program of passes A and C (SPLIT_NW, comma-separated: each is checked and

@@ -51,8 +51,10 @@ def test_coresident_pairs_are_released(key):
 
 
 @pytest.mark.parametrize("varlen", [False, True])
-def test_k1_round_released_is_the_registry_k1(varlen):
-    """bench/k1_round.RELEASED names the registry's 16-token K1 (fixed and varlen), so the rounds
-    that time "the released K1" (k2_round, overlap_round) time it."""
-    assert k1_round.k1_config(k1_round.RELEASED, varlen) == registry.find("k1", varlen=varlen, fast_math=False,
-                                                                          chunk=16).config
+@pytest.mark.parametrize("spec,chunk", [(k1_round.RELEASED, 16), (k1_round.RELEASED_CH32, 32)])
+def test_k1_round_released_is_the_registry_k1(varlen, spec, chunk):
+    """bench/k1_round.RELEASED and RELEASED_CH32 name the registry's accurate 16- and 32-token K1s
+    (fixed and varlen), so the rounds that time "the released K1" (k2_round, split_round,
+    coresident, overlap_round) time them."""
+    assert k1_round.k1_config(spec, varlen) == registry.find("k1", varlen=varlen, fast_math=False,
+                                                             chunk=chunk).config
