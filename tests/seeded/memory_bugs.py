@@ -321,3 +321,96 @@ KERNELS.update({f.__name__: f for f in (bulk_load_ahead, bulk_load_own, bulk_sto
 EXPECT.update({"bulk_load_ahead": "barriers.global_race", "bulk_load_own": None,
                "bulk_store_rows": None, "bulk_store_read_back": "barriers.tma_store_overlap"})
 TWIN.update({"bulk_load_ahead": "bulk_load_own", "bulk_store_read_back": "bulk_store_rows"})
+
+
+
+def _write_then_store(name, tiled, synced):
+    """Each thread zeroes two elements of every row of its block's 64 x 64 tile of B with plain
+    stores, then one thread stores the block's shared copy of A over the same tile through TMA
+    (a tiled store when `tiled`: B's rows are twice the tile's width, so the tile is not one
+    contiguous range; else a 1-D bulk store). Without a barrier between the two (`synced`
+    False), another thread's zeroes may land after the store's bytes."""
+    N = BULK_N
+    W = 2 if tiled else 1
+
+    @T.prim_func
+    def kern(A: T.Tensor((N, 64), "float16"), B: T.Tensor((N, 64 * W), "float16")):
+        with T.Kernel(N // 64, threads=128) as bx:
+            S = T.alloc_shared((64, 64), "float16")
+            tx = T.get_thread_binding()
+            for r in T.serial(32):
+                S[r * 2 + tx // 64, tx % 64] = A[bx * 64 + r * 2 + tx // 64, tx % 64] * T.float16(2.0)
+            T.fence_proxy_async()
+            T.sync_threads()
+            for r in T.serial(32):
+                B[bx * 64 + r * 2 + tx // 64, tx % 64] = T.float16(0.0)
+            if synced:
+                T.sync_threads()
+            T.copy(S, B[bx * 64:bx * 64 + 64, 0:64])
+    return kern.with_attr("global_symbol", name)
+
+
+def write_then_tma_store():
+    return _write_then_store("write_then_tma_store", True, False)
+
+
+def write_sync_tma_store():
+    return _write_then_store("write_sync_tma_store", True, True)
+
+
+def write_then_bulk_store():
+    return _write_then_store("write_then_bulk_store", False, False)
+
+
+def write_sync_bulk_store():
+    return _write_then_store("write_sync_bulk_store", False, True)
+
+
+_WTS = ("write_then_tma_store", "write_sync_tma_store", "write_then_bulk_store", "write_sync_bulk_store")
+KERNELS.update({n: globals()[n] for n in _WTS})
+PASS_CONFIGS.update({n: {"tl.disable_thread_storage_sync": True} for n in _WTS})
+# the bulk store's global side is a write of its issuing thread in barriers.race as well
+EXPECT.update({"write_then_tma_store": "barriers.tma_store_overlap", "write_sync_tma_store": None,
+               "write_then_bulk_store": "barriers.race", "write_sync_bulk_store": None})
+TWIN.update({"write_then_tma_store": "write_sync_tma_store", "write_then_bulk_store": "write_sync_bulk_store"})
+
+
+def _load_then_store(name, wait_first):
+    """Each block bulk-loads its 256 elements of B into shared memory and bulk-stores twice A's
+    over them (an in-place update). The store must wait for the load's mbarrier phase
+    (`wait_first`); issued before that wait, it may write bytes the load has not read yet."""
+    N = BULK_N
+
+    @T.prim_func
+    def kern(A: T.Tensor((N,), "float16"), B: T.Tensor((N,), "float16"), C: T.Tensor((N,), "float16")):
+        with T.Kernel(N // 256, threads=128) as bx:
+            S = T.alloc_shared((256,), "float16")
+            R = T.alloc_shared((256,), "float16")
+            full = T.alloc_barrier(arrive_count=[128])
+            tx = T.get_thread_binding()
+            for i in T.serial(2):
+                R[tx * 2 + i] = A[bx * 256 + tx * 2 + i] * T.float16(2.0)
+            T.tma_copy(B[bx * 256:bx * 256 + 256], S, barrier=full[0])
+            if wait_first:
+                T.barrier_arrive(full[0])
+                T.barrier_wait(full[0], 0)
+            T.tma_copy(R, B[bx * 256:bx * 256 + 256])
+            if not wait_first:
+                T.barrier_arrive(full[0])
+                T.barrier_wait(full[0], 0)
+            for i in T.serial(2):
+                C[bx * 256 + tx * 2 + i] = S[tx * 2 + i]
+    return kern.with_attr("global_symbol", name)
+
+
+def store_before_load_done():
+    return _load_then_store("store_before_load_done", False)
+
+
+def store_after_load_done():
+    return _load_then_store("store_after_load_done", True)
+
+
+KERNELS.update({f.__name__: f for f in (store_before_load_done, store_after_load_done)})
+EXPECT.update({"store_before_load_done": "barriers.tma_store_overlap", "store_after_load_done": None})
+TWIN.update({"store_before_load_done": "store_after_load_done"})

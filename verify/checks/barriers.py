@@ -1504,8 +1504,14 @@ def _tma_store_overlap(st):
     tma_store_wait waits for the store's read of shared memory (cp.async.bulk.wait_group.read),
     not for its write. So within one block, another execution of a TMA store into the same bytes
     (two stores in flight, in no defined order), or a later access of them (a plain read or
-    write, a TMA load's box) races with it. Accesses before the store in program order and
-    outside its loops are not compared (their order would need the block's barriers)."""
+    write, a TMA load's box) races with it.
+
+    An access before the store in program order, outside its loops, races with it unless it
+    happens before the store is issued: a plain access through a block-wide or named barrier
+    that both threads take part in, or in the issuing thread's own program order; a TMA load
+    (box or 1-D source) through its mbarrier, whose phase the issuing thread waited for (one
+    hop, or two through an intermediate thread). The proxy fence a generic-proxy access of
+    global memory would need before an async-proxy write of it is not asked for."""
     from ..solver import PER_INSTANCE_ROLES
     k, ctx = st.k, st.ctx
     findings = []
@@ -1520,12 +1526,20 @@ def _tma_store_overlap(st):
             if y.buf.name != x.buf.name:
                 continue
             later = y.id >= x.id or bool({id(lp) for lp in x.loops} & {id(lp) for lp in y.loops})
-            if not later or (y.op in TMA_STORES and y.id < x.id):
+            if y.op in TMA_STORES and y.id < x.id:
                 continue   # the pair (y, x) of two stores is asked once, from the earlier one
             pairs += 1
             extra = []
             if x is y:     # two executions of one store: other threads, or other iterations
                 extra.append(_other_execution(ctx, k, x))
+            if not later:
+                order = _before_store(st, y, x)
+                if order is None:
+                    findings.append(unknown("barriers.tma_store_overlap",
+                                            f"a TMA load of {y.buf.name} before a TMA store: its mbarrier site "
+                                            "was not found", x, k))
+                    continue
+                extra.append(z3.Not(order))
             overlap = _box_overlap(ctx, x, y, PER_INSTANCE_ROLES)
             res, m = ctx.solve(ctx.base([(x, "1"), (y, "2")], relaxed=True) + extra + overlap)
             if res == "unsat":
@@ -1533,18 +1547,51 @@ def _tma_store_overlap(st):
             full = ctx.base([(x, "1"), (y, "2")]) + extra + overlap
             res, m = ctx.solve(full + ctx.product_lemmas(full) + ctx.order_lemmas(full))
             if res == "sat":
-                what = ("another TMA store into them" if y.op in TMA_STORES
-                        else "a TMA load of them" if y.op in ("tma_load_box", "tma_load_src")
-                        else f"a later {'write' if y.write else 'read'} of them")
-                f = site_finding(k, ctx, "barriers.tma_store_overlap", x,
-                                 f"a TMA store into {x.buf.name} is in flight until the kernel ends (tma_store_wait "
-                                 f"waits for its shared-memory read only), and {what} by the same block races with it",
-                                 m, full)
+                if not later:
+                    what = ("TMA load" if y.op in TMA_LOADS else "write" if y.write else "read")
+                    msg = (f"a {what} of {x.buf.name} before a TMA store into the same bytes, in the same block, "
+                           "does not happen before the store is issued (no barrier or mbarrier phase orders them)")
+                else:
+                    what = ("another TMA store into them" if y.op in TMA_STORES
+                            else "a TMA load of them" if y.op in TMA_LOADS
+                            else f"a later {'write' if y.write else 'read'} of them")
+                    msg = (f"a TMA store into {x.buf.name} is in flight until the kernel ends (tma_store_wait "
+                           f"waits for its shared-memory read only), and {what} by the same block races with it")
+                f = site_finding(k, ctx, "barriers.tma_store_overlap", x, msg, m, full)
                 f.access = x.text if x is y else f"{x.text}  <->  {y.text}"
                 findings.append(f)
             elif res == "unknown":
                 findings.append(unknown("barriers.tma_store_overlap", f"solver could not decide ({m})", x, k))
     return findings, f"{len(stores)} TMA stores, {pairs} pairs"
+
+
+# The global side of a TMA load: a tiled load's box, a 1-D bulk load's byte range
+TMA_LOADS = ("tma_load_box", "tma_load_src")
+
+
+def _load_site(k, y):
+    """The shared-memory side (op tma_load, with its mbarrier) of the TMA load whose global side
+    is y: the site of the same statement, or None."""
+    for s in k.sites:
+        if s.op == "tma_load" and s.text == y.text and s.mbar is not None and \
+                [id(lp) for lp in s.loops] == [id(lp) for lp in y.loops]:
+            return s
+    return None
+
+
+def _before_store(st, y, x):
+    """Instance "2" of y, an access before TMA store x in program order and outside its loops,
+    happens before instance "1" of x is issued (a z3 term), or None where y is a TMA load whose
+    mbarrier is not known."""
+    ctx, k = st.ctx, st.k
+    if y.op in TMA_LOADS:
+        ld = _load_site(k, y)
+        if ld is None:
+            return None
+        two, _ = _mbar_order2(st, ld, "2", x, "1")
+        return z3.Or(_mbar_order(st, ld, "2", x, "1"), two)
+    same = ctx.instance(k.thread_linear(), "2") == ctx.instance(k.thread_linear(), "1")
+    return z3.Or(_bar_order(st, y, "2", x, "1"), same)
 
 
 def _monomials(t):
