@@ -8,8 +8,9 @@ allocates beyond its outputs.
 
     python bench/bench_peers.py [--out DIR] [--quick]
 
-Writes DIR/<date>-h200.json, DIR/<date>-h200.md and DIR/<date>-h200.png (DIR defaults to $OUT
-or bench/results).
+Writes DIR/<date>-<card>.json, .md and .png, <card> from the device's name (h200, h100; DIR
+defaults to $OUT or bench/results). --from-rows takes the card from the rows (each names its
+device), or from BENCH_DEVICE for rows written before they did.
 """
 import argparse
 import datetime
@@ -180,7 +181,8 @@ def host_time_us(fn, n=200):
 def run_shape(i, H, lens, do_bench, HV=None):
     t_start = time.perf_counter()
     d = make_inputs(H, lens, seed=100 + i, HV=HV)
-    row = {"shape": label(H, lens, HV), "H": H, "HV": HV or H, "lens": lens, "T": sum(lens), "modes": {}}
+    row = {"shape": label(H, lens, HV), "H": H, "HV": HV or H, "lens": lens, "T": sum(lens), "modes": {},
+           "device": torch.cuda.get_device_name()}
     with torch.inference_mode():
         o_ref, ht_ref = ours(d)
     out_bytes = o_ref.numel() * o_ref.element_size() + (ht_ref.numel() * ht_ref.element_size() if WANT_HT else 0)
@@ -266,7 +268,11 @@ def main():
                     rows[r["shape"]] = merge_rows(rows.get(r["shape"]), r)
         order = {label(*s): i for i, s in enumerate(SHAPES)}
         rows = sorted(rows.values(), key=lambda r: order.get(r["shape"], len(order)))
-        meta = {"date": os.environ.get("BENCH_DATE") or datetime.date.today().isoformat(), "device": "NVIDIA H200",
+        devices = {r.get("device") or os.environ.get("BENCH_DEVICE") for r in rows}
+        if len(devices) != 1 or None in devices:
+            raise SystemExit(f"--from-rows: the rows name devices {sorted(map(str, devices))}: one device a report "
+                             "(BENCH_DEVICE names it for rows that do not)")
+        meta = {"date": os.environ.get("BENCH_DATE") or datetime.date.today().isoformat(), "device": devices.pop(),
                 "timing": "triton.testing.do_bench median, warmup 25 ms, rep 200 ms; fp32 h0 and ht",
                 "note": "Assembled from " + ", ".join(Path(f).parent.name + "/" + Path(f).name for f in args.from_rows)
                         + (". " + os.environ["BENCH_NOTE"] if os.environ.get("BENCH_NOTE") else "")}
@@ -356,10 +362,18 @@ def summary(rows, first_faster=7, first_geomean=6):
     }
 
 
+def card(device: str) -> str:
+    """The file-name tag of a device name: "NVIDIA H100 80GB HBM3" -> "h100"."""
+    import re
+    m = re.search(r"\b([HABL]\d{2,3})", device)
+    return m.group(1).lower() if m else "".join(c for c in device.lower() if c.isalnum())[:16] or "gpu"
+
+
 def write_report(rows, meta, out: Path) -> str:
-    """Writes <date>-h200.json, .md and .png under `out`; returns the markdown."""
+    """Writes <date>-<card>.json, .md and .png under `out`; returns the markdown."""
     date = meta["date"]
-    (out / f"{date}-h200.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    tag = f"{date}-{card(meta['device'])}"
+    (out / f"{tag}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     lines = [f"# KDA forward on {meta['device']} ({date})", "",
              "Median ms (triton do_bench), bf16, D=128, fp32 initial and final state. "
              "Ratio = peer / kda_tile (>1: kda_tile faster).", "",
@@ -409,7 +423,7 @@ def write_report(rows, meta, out: Path) -> str:
     if meta.get("note"):
         lines += ["", meta["note"]]
     md = "\n".join(lines) + "\n"
-    (out / f"{date}-h200.md").write_text(md)
+    (out / f"{tag}.md").write_text(md)
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -425,7 +439,7 @@ def write_report(rows, meta, out: Path) -> str:
         ax.set_title(f"KDA forward, {meta['device']}, fp32 state in/out")
         ax.legend()
         fig.tight_layout()
-        fig.savefig(out / f"{date}-h200.png", dpi=110)
+        fig.savefig(out / f"{tag}.png", dpi=110)
     except Exception as e:
         print("plot failed:", e, file=sys.stderr)
     return md

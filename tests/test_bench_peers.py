@@ -2,6 +2,8 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -60,13 +62,16 @@ def test_report_from_rows_of_two_runs(tmp_path, monkeypatch):
     import json
     first = tmp_path / "a.jsonl"
     second = tmp_path / "b.jsonl"
-    rows = [{"shape": BP.label(*s), "kda_tile_ms": 1.0, "fla_triton_ms": 3.0, "cudnn_fe_ms": 2.0} for s in BP.SHAPES]
+    rows = [{"shape": BP.label(*s), "kda_tile_ms": 1.0, "fla_triton_ms": 3.0, "cudnn_fe_ms": 2.0,
+             "device": "NVIDIA H100 80GB HBM3"} for s in BP.SHAPES]
     first.write_text("\n".join(json.dumps(r) for r in rows[3:7]) + "\n")
     second.write_text("\n".join(json.dumps(r) for r in rows[:4]) + "\n")   # shape 4 again: this row wins
     monkeypatch.setattr(sys, "argv", ["bench_peers.py", "--out", str(tmp_path / "rep"), "--from-rows", str(first),
                                       str(second)])
     BP.main()
-    md = next((tmp_path / "rep").glob("*-h200.md")).read_text()
+    assert not list((tmp_path / "rep").glob("*-h200.*"))      # the rows' card names the files
+    md = next((tmp_path / "rep").glob("*-h100.md")).read_text()
+    assert md.startswith("# KDA forward on NVIDIA H100 80GB HBM3")
     assert "geomean of that ratio over the first six shapes: 0.500" in md
     table = [line for line in md.splitlines() if line.startswith("| H")]
     assert [line.split(" | ")[0][2:] for line in table] == [BP.label(*s) for s in BP.SHAPES[:7]]
@@ -91,9 +96,18 @@ def test_rows_merge_library_by_library_and_missing_peers_are_named(tmp_path, mon
     assert merged["speedup_vs_fla_triton"] == 3.0 and merged["cudnn_fe_ms"] == 4.0 and merged["kda_tile_ms"] == 1.0
     monkeypatch.setattr(sys, "argv", ["bench_peers.py", "--out", str(tmp_path / "rep"), "--from-rows", str(first),
                                       str(second)])
+    with pytest.raises(SystemExit, match="one device a report"):
+        BP.main()                                             # rows that name no device, and no BENCH_DEVICE
+    monkeypatch.setenv("BENCH_DEVICE", "NVIDIA H200")
     BP.main()
     md = next((tmp_path / "rep").glob("*-h200.md")).read_text()
     # shapes 1-5 compare with fla (3.0 < 4.0), shape 0 only with cuDNN: (1/4 * (1/3)^5)^(1/6)
     assert "geomean of that ratio over the first six shapes: 0.318" in md
     assert f"**Not every peer has a time**: {BP.label(*BP.SHAPES[0])}: fla_triton." in md
     assert "fla_triton from old" in md
+
+
+def test_card_names_the_device():
+    assert BP.card("NVIDIA H100 80GB HBM3") == "h100"
+    assert BP.card("NVIDIA H200") == "h200"
+    assert BP.card("NVIDIA A100-SXM4-80GB") == "a100"
