@@ -156,12 +156,13 @@ def _streams(device):
     return s
 
 
-def _traced(j, kernel, stream, launch):
+def _launch(j, kernel, stream, raw, a, flags, ws):
     if TRACE is None:
-        return launch()
+        raw(*a, flags, ws)
+        return
     t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     t0.record(stream)
-    launch()
+    raw(*a, flags, ws)
     t1.record(stream)
     TRACE.append((j, kernel, t0, t1))
 
@@ -185,30 +186,48 @@ def run_pipelined(raw_for, tokens, chunk, q, k, v, g, beta, *, A_log, dt_bias, l
     plan = list(_slabs(T, tokens, output_final_state, ht, carry))
     # every slab's cu_seqlens made on the caller's stream before the two streams fork from it
     cus = {e - s: None if cu_seqlens is None else _cu(e - s, dev) for _, s, e, _, _ in plan}
+    # each slab's views of q, k, v, g, beta and o, [1, tokens, ...], one split a tensor
+    views = list(zip(*(x.split(tokens, dim=1) for x in (q, k, v, g, beta, o))))
+    # each slab's initial state and its raw entry, looked up before the streams switch (two kinds
+    # at most: the caller's initial state, then the fp32 carry)
+    curs = [cur] + [dst for *_, dst in plan[:-1]]
+    by_key, raws = {}, []
+    for c, (*_, want, _) in zip(curs, plan):
+        key = (None if c is None else c.dtype, want)
+        if key not in by_key:
+            by_key[key] = raw_for(c, want)
+        raws.append(by_key[key])
     main = torch.cuda.current_stream(dev)
+    prev = torch.cuda.current_stream()   # the current device's, which may not be dev
     lo, hi = _streams(dev)
     lo.wait_stream(main)
     hi.wait_stream(main)
     k2_done = []
-    for j, s, e, want, dst in plan:
-        raw = raw_for(cur, want)
-        a = [x[0, s:e].unsqueeze(0) for x in (q, k, v, g, beta)]
-        a += [A_log, dt_bias, cus[e - s], cur, lower_bound, scale, o[0, s:e].unsqueeze(0), dst]
-        with torch.cuda.stream(lo):
+    # set_stream, not torch.cuda.stream contexts: the loop's host time paces the pipeline at short
+    # slabs (bench/pipeline_probe.py's timeline), and the entry launches on the current stream of
+    # the tensors' device, which set_stream sets as the context would. set_stream also makes the
+    # stream's device current, so the caller's device and stream are set back last.
+    try:
+        for j, s, e, want, dst in plan:
+            a = [*views[j][:5], A_log, dt_bias, cus[e - s], curs[j], lower_bound, scale, views[j][5], dst]
+            torch.cuda.set_stream(lo)
             if j >= 2:
                 lo.wait_event(k2_done[j - 2])
-            _traced(j, "K1", lo, lambda: raw(*a, SKIP_K2 | 8, ws[j % 2]))
+            _launch(j, "K1", lo, raws[j], a, SKIP_K2 | 8, ws[j % 2])
             k1_done = torch.cuda.Event()
             k1_done.record(lo)
-        with torch.cuda.stream(hi):
+            torch.cuda.set_stream(hi)
             hi.wait_event(k1_done)
-            _traced(j, "K2", hi, lambda: raw(*a, SKIP_K1 | 8, ws[j % 2]))
+            _launch(j, "K2", hi, raws[j], a, SKIP_K1 | 8, ws[j % 2])
             ev = torch.cuda.Event()
             ev.record(hi)
             k2_done.append(ev)
-        cur = dst
+    finally:
+        torch.cuda.set_stream(main)
+        if prev != main:
+            torch.cuda.set_stream(prev)
     main.wait_stream(hi)
     main.wait_stream(lo)
     if ht is not None and ht.dtype != torch.float32:
-        ht.copy_(cur)
+        ht.copy_(plan[-1][4])
     return o, ht

@@ -337,6 +337,30 @@ def test_pipeline(T, H, cu):
         api.set_pipeline(None)
 
 
+def test_pipeline_on_a_caller_stream():
+    """Called from the caller's own stream, the pipeline leaves that stream current and its o and
+    final state in that stream's order (read there with no synchronize), equal to the whole call's."""
+    import kda_tile
+    from kda_tile import api
+    T, H = 32768, 32
+    inp = _inputs(1, T, H, seed=T + H + 3)
+    args = [inp[n] for n in ("q", "k", "v", "g", "beta")]
+    kw = dict(A_log=inp["A_log"], dt_bias=inp["dt_bias"], initial_state=inp["h0"], output_final_state=True)
+    try:
+        api.set_pipeline(False)
+        o_whole, ht_whole = kda_tile.kda_prefill(*args, **kw)
+        api.set_pipeline(True)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            o, ht = kda_tile.kda_prefill(*args, **kw)
+            assert torch.cuda.current_stream() == s
+            same = torch.equal(o, o_whole) and torch.equal(ht, ht_whole)
+        assert same
+    finally:
+        api.set_pipeline(None)
+
+
 @pytest.mark.parametrize("T,H,limit_mb", [(32768, 32, None), (8192, 96, 64)])
 def test_pipeline_whole_graph_memory(T, H, limit_mb):
     """The pipeline's o and final state equal the whole call's bit for bit (the same chunks; the

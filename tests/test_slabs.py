@@ -278,6 +278,9 @@ class _FakeCuda:
     def current_stream(self, device=None):
         return self.cur
 
+    def set_stream(self, s):
+        self.cur = s
+
     def stream(self, s):
         import contextlib
 
@@ -295,10 +298,18 @@ class _FakeCuda:
 
 def _pipeline_raw(fake, log):
     """raw(...) of one slab: flag bits 8 / 9 say which kernel runs; K2's part runs the float64
-    reference into the caller's views; each launch is a node on the current fake stream."""
+    reference into the caller's views; each launch is a node on the current fake stream. A raw
+    entry serves every slab of its kind (initial state None or its dtype, and want): raw_for is
+    asked once a kind."""
+    kinds = []
+
     def raw_for(h0, want):
+        kind = (None if h0 is None else h0.dtype, want)
+        assert kind not in kinds
+        kinds.append(kind)
+
         def raw(q, k, v, g, beta, A_log, dt_bias, cu, h0_, lb, scale, o, ht, flags, ws):
-            assert h0_ is h0 and (ht is not None) == want and o.shape == v.shape
+            assert (None if h0_ is None else h0_.dtype, ht is not None) == kind and o.shape == v.shape
             kernel = "K1" if flags & slabs.SKIP_K2 else "K2"
             assert flags & (slabs.SKIP_K1 | slabs.SKIP_K2) in (slabs.SKIP_K1, slabs.SKIP_K2)
             node = fake.cur.push(what=(kernel, len([e for e in log if e[0] == kernel]), ws, fake.cur.name))
@@ -321,6 +332,7 @@ def test_pipeline_orders_each_slab_and_matches_the_whole_sequence(monkeypatch, h
     fake = _FakeCuda()
     monkeypatch.setattr(torch.cuda, "current_stream", fake.current_stream)
     monkeypatch.setattr(torch.cuda, "stream", fake.stream)
+    monkeypatch.setattr(torch.cuda, "set_stream", fake.set_stream)
     monkeypatch.setattr(torch.cuda, "Event", _Event)
     monkeypatch.setattr(slabs, "_streams", lambda device: fake.side)
     T, H, tokens = 232, 2, 64
@@ -329,6 +341,7 @@ def test_pipeline_orders_each_slab_and_matches_the_whole_sequence(monkeypatch, h
     log = []
     o, ht = slabs.run_pipelined(_pipeline_raw(fake, log), tokens, 16, q, k, v, g, beta, **kw, initial_state=init,
                                 output_final_state=want_ht, cu_seqlens=cu_seqlens, out=None, final_state_out=None)
+    assert fake.cur is fake.main                           # the caller's stream is current again
     after = fake.main.push(what="caller's later work")
     k1 = [e for e in log if e[0] == "K1"]
     k2 = [e for e in log if e[0] == "K2"]
@@ -414,6 +427,7 @@ def test_pipeline_through_the_entry(monkeypatch, T, HV, cu, h0, want_ht):
     fake = _FakeCuda()
     monkeypatch.setattr(torch.cuda, "current_stream", fake.current_stream)
     monkeypatch.setattr(torch.cuda, "stream", fake.stream)
+    monkeypatch.setattr(torch.cuda, "set_stream", fake.set_stream)
     monkeypatch.setattr(torch.cuda, "Event", _Event)
     monkeypatch.setattr(slabs, "_streams", lambda device: fake.side)
     api.set_pipeline(True)
