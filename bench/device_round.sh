@@ -39,6 +39,9 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round16d # K2 u0k2 (JIT) against the release, then the u0k2 release: build, stage times, GPU matrix (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round29a # session 29: K1 beside K2 variants (ring depth, SM alone) (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30a # prepared in session 29: K2 counters, the pipeline's unmeasured shapes (~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round31a # prepared in session 30: the pipeline's leaner host loop: build, pipeline GPU tests, timeline, H24/H32 1x32768 (~4 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round30d # session 30: the pipeline at H24 1x32768 again, twice, H32 1x32768 beside it (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round30c # session 30: source counters of the released 16- and 32-token K1 at H96 1x8192 (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30b # prepared in session 29: the whole peer table (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round29c # session 29: 32-token K2 at min_blocks 1: build, forced-32 and pipeline GPU tests, stage times, pipeline (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round29b # session 29: the split at 32 tokens against 16, JIT (~5 min)
@@ -600,6 +603,40 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     tail -1 "$OUT/ncu_H32_32768.err"
     PIPE_SHAPES="H24 1x32768 cu,H32 1x262144 cu" timeout 120 python -u bench/pipeline_probe.py > "$OUT/pipeline_probe.log" 2>&1
     grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | grep -v "slab .* K" | tail -10 ;;
+  round31a)
+    # prepared in session 30: the pipeline's loop with set_stream and its views split once (CPU:
+    # 33 -> 20 us a slab of host work at 8 slabs): build, the pipeline's GPU tests (with the
+    # caller-stream test), the timeline (host pacing a slab: 172-190 us in round 30d) and the
+    # pipeline at H32 and H24 1x32768 against the whole call
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 100 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k pipeline > "$OUT/pytest_pipeline.log" 2>&1
+    echo "pipeline: $(grep -E "passed|failed" "$OUT/pytest_pipeline.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_pipeline.log" | head -5
+    PIPE_SHAPES="H24 1x32768 cu,H32 1x32768 cu" PIPE_LIMITS=0 timeout 150 python -u bench/pipeline_probe.py \
+      > "$OUT/pipeline_probe.log" 2>&1
+    grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -28 ;;
+  round30d)
+    # session 30: round 30a's H24 1x32768 rows again (no state: 4 slabs 1.47x the whole call, fp32
+    # state in and out 0.92x), twice over in one process, H32 1x32768 beside them as the control
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    PIPE_SHAPES="H24 1x32768 cu,H32 1x32768 cu" PIPE_REPEAT=2 PIPE_LIMITS=0 timeout 150 python -u bench/pipeline_probe.py \
+      > "$OUT/pipeline_probe.log" 2>&1
+    grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | grep -v "slab .* K" | tail -14 ;;
+  round30c)
+    # session 30: where the released 32-token K1 spends its 13% over the 16-token one at H96 1x8192
+    # (source counters of both, JIT, one launch each; the summary runs on the CPU machine)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    R16=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED)")
+    R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
+    timeout 240 ncu --clock-control none --profile-from-start off -k regex:k1 --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats \
+      --section SchedulerStats --section InstructionStats --section SourceCounters -o "$OUT/k1_src" \
+      python bench/k1_round.py ncu "$R16" "$R32" > "$OUT/k1_ncu.log" 2>&1; tail -1 "$OUT/k1_ncu.log"
+    ncu --import "$OUT/k1_src.ncu-rep" --csv --page details > "$OUT/k1_details.csv" 2> "$OUT/k1_src.err"
+    ncu --import "$OUT/k1_src.ncu-rep" --page source --csv --print-source sass > "$OUT/k1_src.csv" 2>> "$OUT/k1_src.err"
+    grep -E "Duration|Achieved Occupancy|Theoretical Occupancy|Registers Per|Issue Slots Busy|Warp Cycles Per Issued|Executed Instructions\"|DRAM Throughput" "$OUT/k1_details.csv" | cut -d, -f13-15 | head -24
+    gzip -f "$OUT/k1_src.csv"; rm -f "$OUT/k1_src.ncu-rep" ;;
   round30b)
     # prepared in session 29: the whole peer table on its own call (fla's first compiles take
     # ~90 s), with the pipeline and longest first on

@@ -41,6 +41,11 @@ SHAPES = [  # label, T, H, cu, slab counts; chains = 2 H
 if os.environ.get("PIPE_SHAPES"):
     SHAPES = [s for s in SHAPES if s[0] in os.environ["PIPE_SHAPES"].split(",")]
 LIMITS = [("H96 1x8192 cu", 8192, 96, 64), ("H32 1x32768 cu", 32768, 32, 64)]   # label, T, H, MB
+# PIPE_LIMITS=0 leaves the rows under a workspace limit out; PIPE_REPEAT=n measures the shapes n
+# times over, in order, so that a row's spread shows beside its ratio
+if os.environ.get("PIPE_LIMITS") == "0":
+    LIMITS = []
+REPEAT = int(os.environ.get("PIPE_REPEAT", "1"))
 
 
 def timeline(T=32768, H=32, n=8):
@@ -91,7 +96,7 @@ def main():
         print(json.dumps(r), flush=True)
 
     with torch.inference_mode():
-        for label, T, H, use_cu, counts in (SHAPES[:1] if quick else SHAPES):
+        for label, T, H, use_cu, counts in (SHAPES[:1] if quick else SHAPES) * REPEAT:
             d = k1_round.inputs(1, T, H, [T] if use_cu else None, seed=T + H)
             args = [d[n] for n in ("q", "k", "v", "g", "beta")]
             for mode in ("none", "inout"):
@@ -132,12 +137,17 @@ def main():
             api.set_pipeline(None)
             del d, args
     write_rows("pipeline_probe.json", rows)
-    base = {(r["shape"], r["state"]): r["ms"] for r in rows if not r["pipeline"] and "limit_MB" not in r}
+    # each row against the whole call measured last before it (its own repeat)
+    base, last = [], {}
+    for r in rows:
+        if not r["pipeline"] and "limit_MB" not in r:
+            last[(r["shape"], r["state"])] = r["ms"]
+        base.append(last.get((r["shape"], r["state"]), float("nan")))
     print(f"{'shape':18s} {'state':>6s} {'limit':>6s} {'pipe':>5s} {'slab':>7s} {'n':>4s} {'ms':>8s} {'x whole':>8s} "
           f"{'extra MB':>9s} {'bitwise':>8s}")
-    for r in rows:
+    for r, b in zip(rows, base):
         print(f"{r['shape']:18s} {r['state']:>6s} {r.get('limit_MB', 0):6d} {str(r['pipeline']):>5s} "
-              f"{r['slab_tokens']:7d} {r['slabs']:4d} {r['ms']:8.3f} {r['ms'] / base[(r['shape'], r['state'])]:8.3f} "
+              f"{r['slab_tokens']:7d} {r['slabs']:4d} {r['ms']:8.3f} {r['ms'] / b:8.3f} "
               f"{r['extra_MB']:9.1f} {str(r.get('bitwise', '')):>8s}")
 
 
