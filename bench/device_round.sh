@@ -40,6 +40,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round29a # session 29: K1 beside K2 variants (ring depth, SM alone) (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30a # prepared in session 29: K2 counters, the pipeline's unmeasured shapes (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31a # prepared in session 30: the pipeline's leaner host loop: build, pipeline GPU tests, timeline, H24/H32 1x32768 (~4 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round31b # prepared in session 30: K1 counters (round30c) on this card, the c2 32-token pair at H96 1x8192 (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30d # session 30: the pipeline at H24 1x32768 again, twice, H32 1x32768 beside it (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30c # session 30: source counters of the released 16- and 32-token K1 at H96 1x8192 (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30b # prepared in session 29: the whole peer table (~9 min)
@@ -615,6 +616,13 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     PIPE_SHAPES="H24 1x32768 cu,H32 1x32768 cu" PIPE_LIMITS=0 timeout 150 python -u bench/pipeline_probe.py \
       > "$OUT/pipeline_probe.log" 2>&1
     grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -28 ;;
+  round31b)
+    # prepared in session 30: K1 counters on the card this round gets (round 30c's H100 run had
+    # both K1s at 82% DRAM and within 2%), then the two-consumer 32-token pair against the
+    # released 16-token pair at H96 1x8192 (JIT; the H200 gave -3.1% in round 29c)
+    bash bench/device_round.sh round30c
+    K2_SHAPES="H96 1x8192" timeout 150 python bench/k2_round.py 1,3,2,u0k2 2,3,1,u0k2,ch32 > "$OUT/k2_c2ch32.log" 2>&1
+    grep -E "Error|error" "$OUT/k2_c2ch32.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_c2ch32.log" | tail -4 ;;
   round30d)
     # session 30: round 30a's H24 1x32768 rows again (no state: 4 slabs 1.47x the whole call, fp32
     # state in and out 0.92x), twice over in one process, H32 1x32768 beside them as the control
