@@ -646,12 +646,15 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     grep -E "Duration|Achieved Occupancy|Theoretical Occupancy|Registers Per|Issue Slots Busy|Warp Cycles Per Issued|Executed Instructions\"|DRAM Throughput" "$OUT/k1_details.csv" | cut -d, -f13-15 | head -24
     gzip -f "$OUT/k1_src.csv"; rm -f "$OUT/k1_src.ncu-rep" ;;
   round30b)
-    # prepared in session 29: the whole peer table on its own call (fla's first compiles take
-    # ~90 s), with the pipeline and longest first on
+    # prepared in session 29: the peer table, with the pipeline and longest first on. fla's first
+    # compile at each new head count takes 90-180 s (round 30b on an H100 ran seven rows in 480 s),
+    # so the table takes two calls: round30b, then BENCH_SKIP=7 round30b on the same warm machine;
+    # bench_peers.py --from-rows joins the two peers-rows.jsonl on the CPU machine
     nvidia-smi --query-gpu=name --format=csv,noheader
     timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    BENCH_NO_HOST=1 timeout 480 python bench/bench_peers.py --out "$OUT" > "$OUT/bench_peers.log" 2>&1
-    grep -E "Error|error" "$OUT/bench_peers.log" | head -3; tail -14 "$OUT/bench_peers.log" ;;
+    BENCH_NO_HOST=1 timeout 470 python bench/bench_peers.py --out "$OUT" > "$OUT/bench_peers.log" 2>&1
+    grep -E "Error|error" "$OUT/bench_peers.log" | head -3
+    python -c "import json; [print(r['shape'], round(r['kda_tile_ms'], 3), round(r.get('fla_triton_ms') or 0, 3), round(r.get('cudnn_fe_ms') or 0, 3)) for r in map(json.loads, open('$OUT/peers-rows.jsonl'))]" ;;
   round29c)
     # session 29: the 32-token K2 builds at min_blocks 1 released: build, the GPU tests with every
     # unsplit call forced to 32-token chunks (fixed, varlen, batched, long, GVA; every state mode),
