@@ -1153,11 +1153,12 @@ class Extractor:
             nbytes = int_value(r["bytes"])
             self.tr.expr(r["bytes"])
             g = self._pointer(r["gmem"])
+            src = None
             if g is not None and g[0].scope == "global":
                 info, o, _, _, eb, obl = g
-                self._site("access", "tma_load_src", buf=info, index=o,
-                           count=self.tr.int(r["bytes"]) / eb, read=True, write=False, obligations=obl,
-                           extra={"elem_bytes": eb})
+                src = self._site("access", "tma_load_src", buf=info, index=o,
+                                 count=self.tr.int(r["bytes"]) / eb, read=True, write=False, obligations=obl,
+                                 extra={"elem_bytes": eb})
             eb = self._ptr_eb(r["smem"])
             s = self._ptr_site(r["smem"], "tma_load", False, True, async_proxy=True,
                                count=self.tr.int(r["bytes"]) / eb, extra={"desc": None, "bulk": True})
@@ -1165,6 +1166,8 @@ class Extractor:
                 s.mbar = mb
                 s.tx_bytes = self.tr.int(r["bytes"])
                 s.extra["tx_bytes"] = nbytes
+                if src is not None:
+                    src.extra["load_site"] = s.id
             return
         desc_var = r["desc"]
         desc = self.L.tma_descs.get(str(getattr(desc_var, "name", "")))
@@ -1186,7 +1189,9 @@ class Extractor:
             s.tx_bytes = z3.IntVal(nbytes) if nbytes is not None else None
             s.extra["tx_bytes"] = nbytes
         if desc is not None and desc.kind == "tiled":
-            self._tma_box(desc, r["coords"], write=False)
+            box = self._tma_box(desc, r["coords"], write=False)
+            if box is not None and s is not None:
+                box.extra["load_site"] = s.id
 
     def _tma_store(self, form, r):
         if form == "bulk":
@@ -1214,14 +1219,15 @@ class Extractor:
     def _tma_box(self, desc, coords, write):
         """The global side of a tiled TMA store or load: the box [coord_i, coord_i + box_i) of each
         dimension, clipped to [0, dim_i), of the descriptor's tensor (barriers.global_race compares
-        it with other blocks' accesses; bounds.tma keeps the descriptor inside the tensor)."""
+        it with other blocks' accesses; bounds.tma keeps the descriptor inside the tensor). Returns
+        its site, or None where the tensor or coordinates are not known."""
         info = self._global_by_name(desc.tensor)
         what = "store into" if write else "load from"
         if info is None or len(coords) < desc.rank:
             self.unsupported.append((self.cur_text, f"TMA {what} {desc.tensor}: its tensor or coordinates"))
             return
         eb = dtype_bytes_from_code(desc.dtype_code, desc.global_strides[0])
-        self._site("access", "tma_store_box" if write else "tma_load_box", buf=info, index=z3.IntVal(0),
+        return self._site("access", "tma_store_box" if write else "tma_load_box", buf=info, index=z3.IntVal(0),
                    count=z3.IntVal(0), read=not write, write=write, extra={"box_coords": [self.tr.int(c) for c in coords[:desc.rank]],
                                       "box_dims": [self._by_name_int(x) for x in desc.global_dims],
                                       "box_strides": [z3.IntVal(eb)] + [self._by_name_int(x)

@@ -1571,12 +1571,10 @@ TMA_LOADS = ("tma_load_box", "tma_load_src")
 
 def _load_site(k, y):
     """The shared-memory side (op tma_load, with its mbarrier) of the TMA load whose global side
-    is y: the site of the same statement, or None."""
-    for s in k.sites:
-        if s.op == "tma_load" and s.text == y.text and s.mbar is not None and \
-                [id(lp) for lp in s.loops] == [id(lp) for lp in y.loops]:
-            return s
-    return None
+    is y (extract links the two), or None."""
+    i = y.extra.get("load_site")
+    s = None if i is None else k.sites[i]
+    return s if s is not None and s.mbar is not None else None
 
 
 def _before_store(st, y, x):
