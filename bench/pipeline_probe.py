@@ -70,10 +70,9 @@ def timeline(T=32768, H=32, n=8):
     print(f"timeline H{H} 1x{T}, {n} slabs (us from the first K1's start):")
     for j, kern, a, b in trace:
         print(f"  slab {j:2d} {kern}: {t0.elapsed_time(a) * 1e3:8.1f} -> {t0.elapsed_time(b) * 1e3:8.1f}")
-    # the slabs' pace: K1 start to K1 start (the host's loop where it exceeds the kernels), and
-    # how long each K1 waited after the previous slab's K1 ended with nothing holding it but the host
-    k1 = [(t0.elapsed_time(a) * 1e3, t0.elapsed_time(b) * 1e3) for j, kern, a, b in trace if kern == "K1"]
-    gaps = sorted(k1[j + 1][0] - k1[j][0] for j in range(len(k1) - 1))
+    # the slabs' pace: K1 start to K1 start (the host's loop where it exceeds the kernels)
+    k1 = [t0.elapsed_time(a) * 1e3 for j, kern, a, b in trace if kern == "K1"]
+    gaps = sorted(k1[j + 1] - k1[j] for j in range(len(k1) - 1))
     if gaps:
         print(f"timeline: K1 starts {gaps[len(gaps) // 2]:.1f} us apart (median; {gaps[0]:.1f}-{gaps[-1]:.1f}), "
               f"the whole {t0.elapsed_time(trace[-1][3]) * 1e3:.1f} us")
