@@ -59,15 +59,36 @@ def use_split(N: int, T: int, HV: int) -> bool:
 # 32-token chunks (session 18): the chain takes half the steps, K1 costs ~19% more per token
 # (~30% before session 19's unguarded stores). They pay where each SM holds at most one of the
 # 16-token chains (two a sequence and head: 64 value rows each) and sequences are long: H32
-# 1x32768 K1 + K2 1.87 -> 1.52 ms; at two chains an SM (H96 1x8192) 0.88 -> 0.95, and K2 with two
-# consumers a program (not released) only ties there: 0.88 (bench/NOTES.md, sessions 18 and 19).
+# 1x32768 K1 + K2 1.87 -> 1.52 ms; at two chains an SM (H96 1x8192) 0.88 -> 0.95 with one consumer
+# a program (bench/NOTES.md, sessions 18 and 19): there two consumers a program take them
+# (use_two_consumers, below).
 CHUNK32_MAX_CHAINS = 132
 CHUNK32_MIN_TOKENS = 512
 
 
 def use_chunk32(N: int, T: int, HV: int) -> bool:
     """Whether N packed sequences of T tokens in all and HV value heads take 32-token chunks."""
-    return 2 * N * HV <= CHUNK32_MAX_CHAINS and T // N >= CHUNK32_MIN_TOKENS
+    return 2 * N * HV <= CHUNK32_MAX_CHAINS and T // N >= CHUNK32_MIN_TOKENS or use_two_consumers(N, T, HV)
+
+
+# 32-token chunks with two consumer warpgroups a program (K2Config.consumers 2: one program a
+# sequence and head, 128 value rows) where the one-consumer chains outnumber the SMs and these
+# programs leave the SMs DRAM to spare. JIT, K2 + K1 at H96 1x8192 against the released 16-token
+# pair (fp32 state in and out): H200 0.830 -> 0.804 ms (round 29c), H100 0.956 -> 0.874 (round 31b).
+# Through kda_prefill on the H100 (round 31c-d), against 16-token chunks: HV 72 0.91-0.95, 96
+# 0.91-0.93, 104 0.95, 112 1.00, 120 1.04, 128 1.03 (the two-consumer K2 runs at 85% of DRAM at
+# H96); H48 2x4096 0.96-0.98, H16/HV96 0.96-0.97, H96 1x512-1x4096 0.94-0.99. So up to the
+# largest count measured faster (bench/NOTES.md, session 31).
+TWO_CONSUMER_MAX_PROGRAMS = 104
+# api._plan's K2 form code (in its spp place) for these calls
+TWO_CONSUMERS = -2
+
+
+def use_two_consumers(N: int, T: int, HV: int) -> bool:
+    """Whether N packed sequences of T tokens in all and HV value heads take 32-token chunks with
+    two consumer warpgroups a K2 program."""
+    return (CHUNK32_MAX_CHAINS < 2 * N * HV and N * HV <= TWO_CONSUMER_MAX_PROGRAMS
+            and T // N >= CHUNK32_MIN_TOKENS)
 
 
 # K2 over SPP sequences a program (K2Config.seqs_per_program; issue 9's many short sequences).

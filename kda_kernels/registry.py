@@ -119,6 +119,12 @@ def _released() -> tuple[Build, ...]:
     for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final, u0_in_k2=True,
                                            chunk=32, min_blocks=1)))
+    # ... and with two consumers a program, one program a sequence and head, where the one-consumer
+    # chains would outnumber the SMs (configs.use_two_consumers: H96 1x8192 K2 + K1 -3.1% on the H200,
+    # -8.6% on the H100; sessions 29 and 31).
+    for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
+        builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final, u0_in_k2=True,
+                                           chunk=32, consumers=2, min_blocks=1)))
     # The sequence split: K1, then pass A, the scan (which reads the initial state and writes the
     # final state) and pass C in place of K2. Varlen only: kda_prefill passes a fixed batch to it
     # as B sequences of T tokens.

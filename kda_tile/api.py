@@ -26,7 +26,8 @@ def _env_choice(name: str, choices: dict):
 def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optional[str], output_final_state: bool,
                   split: bool = False, chunk: int = 16, spp: int = 1):
     """(K1, K2) for chunks of `chunk` tokens, K2 walking `spp` sequences a program (spp
-    configs.SPP_LONGEST_FIRST: (K1, the order, K2 one sequence a program through it)), or with `split`
+    configs.SPP_LONGEST_FIRST: (K1, the order, K2 one sequence a program through it); spp
+    configs.TWO_CONSUMERS: K2 with two consumer warpgroups a program), or with `split`
     (K1, pass A, scan, pass C): the sequence split (configs.SPLIT_CHUNK-token chunks), where the
     scan reads the initial state and writes the final state."""
     k1 = registry.find("k1", varlen=varlen, fast_math=fast_math, chunk=_configs.SPLIT_CHUNK if split else chunk)
@@ -38,9 +39,10 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
     if spp == _configs.SPP_LONGEST_FIRST:
         return (k1, registry.find("k2_order"),
                 registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state,
-                              chunk=chunk, seqs_per_program=1, longest_first=True))
+                              chunk=chunk, seqs_per_program=1, longest_first=True, consumers=1))
+    two = spp == _configs.TWO_CONSUMERS
     k2 = registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state,
-                       chunk=chunk, seqs_per_program=spp, longest_first=False)
+                       chunk=chunk, seqs_per_program=1 if two else spp, longest_first=False, consumers=2 if two else 1)
     return k1, k2
 
 
@@ -78,8 +80,13 @@ def chunk_for(q, v, cu_seqlens) -> int:
     return _by_shape(q, v, cu_seqlens, _CHUNK, _chunk_rule, 16)
 
 
-# (N, T, HV) -> chunk_for's answer
+def _two_rule(N, T, HV):
+    return _configs.TWO_CONSUMERS if _configs.use_two_consumers(N, T, HV) else 1
+
+
+# (N, T, HV) -> chunk_for's answer; (N, T, HV) -> _plan's K2 form for a 32-token call
 _CHUNK: dict = {}
+_TWO: dict = {}
 FORCE_CHUNK = _env_choice("KDA_TILE_CHUNK", {"16": 16, "32": 32})
 
 
@@ -304,7 +311,8 @@ def _renamed_outputs(e):
 
 def _plan(q, v, cu_seqlens):
     """(split, chunk, spp) of a call: use_split, then the split's chunk or chunk_for, and for an
-    unsplit 16-token call spp_for. Calls too short for the split and 32-token rules skip those
+    unsplit 16-token call spp_for, for a 32-token one configs.TWO_CONSUMERS where
+    configs.use_two_consumers says so (else 1). Calls too short for the split and 32-token rules skip those
     two (a fixed batch of many short rows still groups its sequences)."""
     try:
         if q.shape[1] < _RULES_MIN_TOKENS and FORCE_SPLIT is None and FORCE_CHUNK is None:
@@ -314,7 +322,9 @@ def _plan(q, v, cu_seqlens):
     if use_split(q, v, cu_seqlens):
         return True, _configs.SPLIT_CHUNK, 1
     chunk = chunk_for(q, v, cu_seqlens)
-    return False, chunk, spp_for(q, v, cu_seqlens) if chunk == 16 else 1
+    if chunk == 16:
+        return False, 16, spp_for(q, v, cu_seqlens)
+    return False, chunk, _by_shape(q, v, cu_seqlens, _TWO, _two_rule, 1)
 
 
 def _entry_plan(q, v, cu_seqlens):

@@ -6,6 +6,7 @@ import itertools
 import pytest
 import torch
 
+from kda_kernels import configs
 from kda_tile import api
 
 bf = torch.bfloat16
@@ -46,13 +47,14 @@ def _inputs(n_seqs, H, varlen, h0, L=3):
 
 CONFIGS = list(itertools.product([False, True], [False, True], [None, torch.float32, torch.bfloat16],
                                  [False, True], [(1, 1, 3), (65, 1, 3), (66, 1, 3), (3, 32, 3), (1, 1, 512),
-                                                 (2, 33, 600), (2, 34, 600)]))
+                                                 (2, 33, 600), (2, 34, 600), (1, 96, 512), (2, 66, 600),
+                                                 (1, 104, 512), (1, 105, 512), (1, 96, 511)]))
 
 
 def test_each_call_gets_the_builds_select_builds_names(recorder):
     # Twice over, in two orders, so that a cached key can never hand one configuration another's entry.
-    for configs in (CONFIGS, CONFIGS[::-1]):
-        for varlen, fast, h0, ht, (n, H, L) in configs:
+    for cases in (CONFIGS, CONFIGS[::-1]):
+        for varlen, fast, h0, ht, (n, H, L) in cases:
             x, kw = _inputs(n, H, varlen, h0, L)
             out = api.kda_prefill(x, x, x, x, x[..., 0], output_final_state=ht, fast_math=fast, **kw)
             assert out == ("o", None)
@@ -60,18 +62,26 @@ def test_each_call_gets_the_builds_select_builds_names(recorder):
             want = api.select_builds(varlen=varlen, fast_math=fast,
                                      initial_state_dtype=None if h0 is None else api._STATE_DTYPES[h0],
                                      output_final_state=ht,
-                                     chunk=32 if configs_chunk32(n, H, L, fast) else 16)
+                                     chunk=32 if configs_chunk32(n, H, L, fast) else 16,
+                                     spp=configs.TWO_CONSUMERS if configs_two(n, H, L) else 1)
             assert (k1, k2) == want, (varlen, fast, h0, ht, n, H, L)
             assert nargs == 11
     assert len(recorder) == 2 * len(CONFIGS)
     # one key for every shape of a chunk size
-    assert len(api._ENTRIES) == len({(v, f, h, t, configs_chunk32(*s, f)) for v, f, h, t, s in CONFIGS})
+    assert len(api._ENTRIES) == len({(v, f, h, t, configs_chunk32(*s, f), configs_two(*s)) for v, f, h, t, s in CONFIGS})
 
 
 def configs_chunk32(n, H, L, fast):
-    """32-token chunks: at most one 16-token chain an SM (2 n H <= 132) and sequences of 512 tokens
-    or more (kda_kernels.configs.use_chunk32), with or without fast_math."""
-    return 2 * n * H <= 132 and L >= 512
+    """32-token chunks: at most one 16-token chain an SM (2 n H <= 132), or two consumers a K2
+    program (below), and sequences of 512 tokens or more (kda_kernels.configs.use_chunk32), with or
+    without fast_math."""
+    return n * H <= 104 and L >= 512
+
+
+def configs_two(n, H, L):
+    """Two consumers a K2 program: 32-token chunks whose one-consumer chains outnumber the SMs
+    (2 n H > 132) and at most 104 programs (kda_kernels.configs.use_two_consumers)."""
+    return 66 < n * H <= 104 and L >= 512
 
 
 def test_chunk_rule_takes_32_token_builds_only_for_few_long_chains():
@@ -79,11 +89,18 @@ def test_chunk_rule_takes_32_token_builds_only_for_few_long_chains():
     assert api.chunk_for(x, x, kw["cu_seqlens"]) == 32
     x, kw = _inputs(1, 1, True, None, 511)
     assert api.chunk_for(x, x, kw["cu_seqlens"]) == 16
-    x, kw = _inputs(2, 34, False, None, 600)   # 136 chains
+    x, kw = _inputs(2, 34, False, None, 600)   # 136 chains, 68 two-consumer programs
+    assert api.chunk_for(x, x, None) == 32 and api._plan(x, x, None) == (False, 32, configs.TWO_CONSUMERS)
+    x, kw = _inputs(2, 53, False, None, 600)   # 106 two-consumer programs
     assert api.chunk_for(x, x, None) == 16
+    x, kw = _inputs(1, 32, True, None, 600)
+    assert api._plan(x, x, kw["cu_seqlens"]) == (False, 32, 1)
     k1, k2 = api.select_builds(varlen=True, fast_math=False, initial_state_dtype=None, output_final_state=False,
                                chunk=32)
-    assert k1.config.chunk == k2.config.chunk == 32
+    assert k1.config.chunk == k2.config.chunk == 32 and k2.config.consumers == 1
+    k1, k2 = api.select_builds(varlen=False, fast_math=True, initial_state_dtype="bfloat16", output_final_state=True,
+                               chunk=32, spp=configs.TWO_CONSUMERS)
+    assert k1.config.chunk == k2.config.chunk == 32 and k2.config.consumers == 2 and not k2.config.varlen
 
 
 def test_bad_keys_go_to_the_slow_path(recorder):

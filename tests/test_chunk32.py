@@ -11,8 +11,10 @@ from kda_tile import _launch
 def test_released_pairs_share_their_chunk():
     pairs = hc.released_pairs()
     assert {(a.config.chunk, b.config.chunk) for a, b in pairs} == {(16, 16), (32, 32)}
-    # fixed and varlen x fast_math or not x 6 state modes
-    assert sum(a.config.chunk == 32 for a, _ in pairs) == 24
+    # fixed and varlen x fast_math or not x 6 state modes x one or two consumers
+    assert sum(a.config.chunk == 32 for a, _ in pairs) == 48
+    assert {b.config.consumers for _, b in pairs if b.config.chunk == 32} == {1, 2}
+    assert {b.config.consumers for _, b in pairs if b.config.chunk == 16} == {1}
     assert {a.config.fast_math for a, _ in pairs if a.config.chunk == 32} == {False, True}
     # the split's K1 and passes share configs.SPLIT_CHUNK
     assert all(s[0].config.chunk == s[1].config.chunk == s[3].config.chunk == configs.SPLIT_CHUNK
@@ -36,15 +38,26 @@ def test_workspace_slots_follow_the_chunk(varlen):
 def test_chunk32_configs_are_named_and_checked():
     b = registry.find("k1", varlen=True, fast_math=False, chunk=32)
     assert b.name.endswith("_ch32_rnr_tu_el_lp_sg") and b.config.rsqrt_nr and b.config.threads == 128
-    assert registry.find("k2", varlen=True, initial_state=None, final_state=False, chunk=32).name.endswith("_ch32")
+    assert registry.find("k2", varlen=True, initial_state=None, final_state=False, chunk=32,
+                         consumers=1).name.endswith("_htnone_u0k2_ch32")
+    two = registry.find("k2", varlen=False, initial_state="float32", final_state=True, chunk=32, consumers=2)
+    assert two.name == "k2_recurrence_fixed_h0f32_ht_c2_u0k2_ch32" and two.config.min_blocks == 1
     assert registry.find("k1", varlen=True, fast_math=True, chunk=32).name.endswith("_fast_ds_skipholes_mqkdiag_u0k2_ch32_tu_el_lp_sg")
     assert registry.find("k1", varlen=False, fast_math=False, chunk=32).name.endswith("_ch32_rnr_tu_el_lp")
     with pytest.raises(LookupError, match="no released k1 build"):
         registry.find("k1", varlen=True, fast_math=True, chunk=64)
 
 
-@pytest.mark.parametrize("N,T,HV,want", [(1, 32768, 32, True), (1, 8192, 64, True), (1, 8192, 96, False),
-                                         (2, 8192, 33, True), (2, 8192, 34, False), (8, 8192, 8, True),
-                                         (256, 131072, 32, False), (1, 511, 1, False)])
-def test_chunk32_rule(N, T, HV, want):
+# (N, T, HV, 32-token chunks, two consumers a K2 program)
+@pytest.mark.parametrize("N,T,HV,want,two", [(1, 32768, 32, True, False), (1, 8192, 64, True, False),
+                                             (1, 8192, 66, True, False), (1, 8192, 67, True, True),
+                                             (1, 8192, 96, True, True), (1, 8192, 104, True, True),
+                                             (1, 8192, 105, False, False), (1, 8192, 133, False, False), (1, 511, 96, False, False),
+                                             (2, 8192, 33, True, False), (2, 8192, 34, True, True),
+                                             (2, 8192, 67, False, False), (8, 8192, 8, True, False),
+                                             (6, 6 * 1024, 96, False, False), (256, 131072, 32, False, False),
+                                             (1, 511, 1, False, False)])
+def test_chunk32_rule(N, T, HV, want, two):
     assert configs.use_chunk32(N, T, HV) is want
+    assert configs.use_two_consumers(N, T, HV) is two
+    assert not two or want   # two consumers only with 32-token chunks

@@ -237,6 +237,26 @@ def test_longest_first_forced(lens, monkeypatch):
         api.set_longest_first(None)
 
 
+@pytest.mark.parametrize("B,T,H,HV,lens,fast", [
+    (1, 1000, 96, 96, None, False),             # a tail chunk
+    (2, 777, 48, 48, None, False),              # a fixed batch
+    (1, None, 20, 20, [0, 1700, 1, 37, 2100], False),   # empty and one-token sequences among long ones
+    (1, 1536, 16, 96, None, False),             # GVA
+    (1, None, 33, 33, [1200, 0, 531], True),    # fast_math
+], ids=["fixed_B1_T1000_H96", "fixed_B2_T777_H48", "varlen_H20", "gva_H16_HV96_T1536", "varlen_H33_fast"])
+def test_two_consumers(B, T, H, HV, lens, fast):
+    """32-token chunks with two consumers a K2 program (configs.use_two_consumers), chosen by the
+    API's rule at each shape (asserted), every state mode."""
+    from kda_tile import api
+    from kda_kernels import configs
+    cu = None if lens is None else torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()),
+                                                dtype=torch.int64, device="cuda")
+    inp = _inputs(B, T or sum(lens), H, cu=cu, seed=67 + (T or sum(lens)) + H + HV, HV=HV)
+    assert api._plan(inp["q"], inp["v"], cu) == (False, 32, configs.TWO_CONSUMERS)
+    case = f"two consumers B={B} T={T or sum(lens)} H={H} HV={HV} lens={lens}" + (" fast_math" if fast else "")
+    _run_modes(case, inp, cu, fast_math=fast)
+
+
 @pytest.mark.parametrize("n", [1023, 1024, 1025, 2000])
 def test_longest_first_around_max_ranked(n):
     """Around k2_order's max_ranked (1024): ranked below and at it, the identity above; lengths
