@@ -41,6 +41,9 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30a # prepared in session 29: K2 counters, the pipeline's unmeasured shapes (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31a # prepared in session 30: the pipeline's leaner host loop: build, pipeline GPU tests, timeline, H24/H32 1x32768 (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31b # prepared in session 30: K1 counters (round30c) on this card, the c2 32-token pair at H96 1x8192 (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30d # session 30: the pipeline at H24 1x32768 again, twice, H32 1x32768 beside it (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30c # session 30: source counters of the released 16- and 32-token K1 at H96 1x8192 (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30b # prepared in session 29: the whole peer table (~9 min)
@@ -616,6 +619,45 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     PIPE_SHAPES="H24 1x32768 cu,H32 1x32768 cu" PIPE_LIMITS=0 timeout 150 python -u bench/pipeline_probe.py \
       > "$OUT/pipeline_probe.log" 2>&1
     grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -28 ;;
+  round31e)
+    # session 31: every GPU test through the default path with the two-consumer rule at its final
+    # bound (104 programs): the correctness matrix (split, pipeline, longest first, many sequences,
+    # two consumers), the reference's, the host entry's, decode's and the integration tests
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 440 python -m pytest -m gpu -q -p no:cacheprovider tests/ > "$OUT/pytest_gpu_all.log" 2>&1
+    echo "all GPU tests: $(grep -E "passed|failed" "$OUT/pytest_gpu_all.log" | tail -1)"
+    grep -E "^FAILED|^ERROR" "$OUT/pytest_gpu_all.log" | head -8
+    python -c "import json; c=json.load(open('$OUT/gpu_matrix.json'))['cases']; e=[x for x in c if 'err_o' in x]; print(len(e), 'rows; worst o', max(x['err_o'] for x in e), 'worst state', max(x['err_ht'] or 0 for x in e), 'fast_math rows', sum(x['fast_math'] for x in e), 'NaN', sum(x['unwritten_or_nan'] for x in e))" ;;
+  round31d)
+    # session 31: the two-consumer rule's bound on programs (H104-H120 1x8192; round 31c had H96
+    # 0.91 and H128 1.03 of the 16-token call), the GPU tests of the new cases again (round 31c's
+    # GVA case failed in the test's own parsing), then the peer table's H96 1x8192 row
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 100 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k two_consumers \
+      > "$OUT/pytest_two.log" 2>&1
+    echo "two consumers: $(grep -E "passed|failed" "$OUT/pytest_two.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_two.log" | head -5
+    TWO_ONLY="H96 1x8192 cu,H104,H112,H120,H128" timeout 150 python -u bench/two_consumers.py > "$OUT/two_consumers.log" 2>&1
+    grep -E "Error|error" "$OUT/two_consumers.log" | head -3; grep -v '^{' "$OUT/two_consumers.log" | tail -11
+    BENCH_NO_HOST=1 timeout 300 python bench/bench_peers.py --only "H96 1x8192" --out "$OUT" > "$OUT/bench_peers.log" 2>&1
+    grep -E "Error|error" "$OUT/bench_peers.log" | head -3
+    python -c "import json; [print(r['shape'], round(r['kda_tile_ms'], 3), round(r.get('fla_triton_ms') or 0, 3), round(r.get('cudnn_fe_ms') or 0, 3)) for r in map(json.loads, open('$OUT/peers-rows.jsonl'))]" ;;
+  round31c)
+    # session 31: the two-consumer 32-token K2 released (configs.use_two_consumers): build, the GPU
+    # tests at the rule's shapes (H96 fixed rows of 1024-8192 tokens, the new cases), then
+    # bench/two_consumers.py (the rule against one consumer and 16-token chunks, same process)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      -k "two_consumers or (test_fixed and 96) or gva_fixed" > "$OUT/pytest_two.log" 2>&1
+    echo "two consumers: $(grep -E "passed|failed" "$OUT/pytest_two.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_two.log" | head -5
+    timeout 200 python -u bench/two_consumers.py > "$OUT/two_consumers.log" 2>&1
+    grep -E "Error|error" "$OUT/two_consumers.log" | head -3; grep -v '^{' "$OUT/two_consumers.log" | tail -19
+    KDA_TILE_PIPELINE=0 timeout 100 ncu --clock-control none --profile-from-start off --csv --page details \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section MemoryWorkloadAnalysis python bench/ncu_prefill.py 96 8192 > "$OUT/ncu_H96_8192.csv" 2> "$OUT/ncu_H96_8192.err"
+    tail -1 "$OUT/ncu_H96_8192.err"; python bench/ncu_summary.py "$OUT/ncu_H96_8192.csv" ;;
   round31b)
     # prepared in session 30: K1 counters on the card this round gets (round 30c's H100 run had
     # both K1s at 82% DRAM and within 2%), then the two-consumer 32-token pair against the
