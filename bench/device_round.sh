@@ -44,6 +44,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round32a # prepared in session 31: K1 counters if on an H200, the two-consumer rule on that card (~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round32b # prepared in session 31: the GPU tests round 31e left out (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30d # session 30: the pipeline at H24 1x32768 again, twice, H32 1x32768 beside it (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30c # session 30: source counters of the released 16- and 32-token K1 at H96 1x8192 (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30b # prepared in session 29: the whole peer table (~9 min)
@@ -619,6 +621,23 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     PIPE_SHAPES="H24 1x32768 cu,H32 1x32768 cu" PIPE_LIMITS=0 timeout 150 python -u bench/pipeline_probe.py \
       > "$OUT/pipeline_probe.log" 2>&1
     grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -28 ;;
+  round32a)
+    # prepared in session 31: on an H200, K1's counters (round 30c: is the K1 issue-bound there?
+    # NOTES session 31 predicts issue slots ~60% busy, DRAM 60-68%), then the two-consumer rule on
+    # that card (bench/two_consumers.py: does it still cross between 104 and 112 programs?)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then bash bench/device_round.sh round30c; fi
+    timeout 240 python -u bench/two_consumers.py > "$OUT/two_consumers.log" 2>&1
+    grep -E "Error|error" "$OUT/two_consumers.log" | head -3; grep -v '^{' "$OUT/two_consumers.log" | tail -25 ;;
+  round32b)
+    # prepared in session 31: the GPU tests round 31e's time limit left out (the host entry's,
+    # fla's integration, the reference's); fla's compile at each head count takes 90-180 s
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 420 python -m pytest -m gpu -q -p no:cacheprovider tests/test_host_codegen_gpu.py tests/test_integration_gpu.py \
+      tests/test_reference.py > "$OUT/pytest_rest.log" 2>&1
+    echo "rest: $(grep -E "passed|failed" "$OUT/pytest_rest.log" | tail -1)"; grep -E "^FAILED|^ERROR" "$OUT/pytest_rest.log" | head -8 ;;
   round31e)
     # session 31: every GPU test through the default path with the two-consumer rule at its final
     # bound (104 programs): the correctness matrix (split, pipeline, longest first, many sequences,
