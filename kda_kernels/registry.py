@@ -85,9 +85,13 @@ def _released() -> tuple[Build, ...]:
     # other shapes within 2% (bench/NOTES.md, session 13); its slot search runs the steps N needs:
     # one sequence 0.529 -> 0.513 ms at H96 1x8192, 0.350 -> 0.335 at H8 1x65536 (session 15).
     # K2 forms U0 = Ab v (u0_in_k2): K1 reads no v and writes Ab's 16 columns for U0's 128.
+    # The accurate builds take the row norms' 1/sqrt as rsqrt.approx and one Newton step (as the
+    # 32-token ones since session 22): -5.1% instructions, H32 8192x16 -4.4%, 2048x64 -0.8%, the
+    # DRAM-bound H96 1x8192 and H8 1x65536 unchanged on the H100 (session 31, JIT).
     for varlen, fast_math in itertools.product((False, True), (False, True)):
         builds.append(Build("k1", K1Config(varlen=varlen, fast_math=fast_math, skip_holes=varlen,
-                                           dyn_search=varlen, u0_in_k2=True, **_prologue(varlen))))
+                                           dyn_search=varlen, u0_in_k2=True, rsqrt_nr=not fast_math,
+                                           **_prologue(varlen))))
     # K2 does no transcendental math, so fast_math selects only among K1 builds.
     for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final, u0_in_k2=True)))

@@ -1,7 +1,7 @@
-"""K1Config.rsqrt_nr (session 21; released on the accurate 32-token builds in session 22): the
-row norms' 1/sqrt as rsqrt.approx plus one Newton step. Its formula keeps ~1 ulp from any start
-within rsqrt.approx's error, verify proves the 32-token build that uses it, and fast_math builds
-do not change."""
+"""K1Config.rsqrt_nr (session 21; released on the accurate 32-token builds in session 22, on the
+16-token ones in session 31): the row norms' 1/sqrt as rsqrt.approx plus one Newton step. Its
+formula keeps ~1 ulp from any start within rsqrt.approx's error, verify proves the 32-token build
+that uses it, and fast_math builds do not change."""
 import numpy as np
 
 from kda_kernels import _math
