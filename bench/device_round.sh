@@ -45,7 +45,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round32a # prepared in session 31: K1 counters if on an H200, the two-consumer rule on that card (~5 min)
-#   source .devbundle/activate.sh && bash bench/device_round.sh round32b # prepared in session 31: the GPU tests round 31e left out (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round32b # prepared in session 31: the GPU matrix (~9 min), then ROUND32B_REST=1 for the other GPU tests (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30d # session 30: the pipeline at H24 1x32768 again, twice, H32 1x32768 beside it (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30c # session 30: source counters of the released 16- and 32-token K1 at H96 1x8192 (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30b # prepared in session 29: the whole peer table (~9 min)
@@ -621,6 +621,14 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     PIPE_SHAPES="H24 1x32768 cu,H32 1x32768 cu" PIPE_LIMITS=0 timeout 150 python -u bench/pipeline_probe.py \
       > "$OUT/pipeline_probe.log" 2>&1
     grep -E "Error|error" "$OUT/pipeline_probe.log" | head -3; grep -v '^{' "$OUT/pipeline_probe.log" | tail -28 ;;
+  round31f)
+    # session 31, the budget's last minutes: the 16-token K1 with the row norms' Newton-refined
+    # rsqrt (K1Config.rsqrt_nr; no spill at 80 registers now, 3552 -> 3296 static instructions)
+    # against the released one (JIT, checked against float64 first)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    K1_SHAPES="H96 1x8192 cu;H32 2048x64 cu" timeout 150 python bench/k1_round.py 1,64,12,holes,diag,ds,u0k2,el,lp,sg,rnr \
+      > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -5 "$OUT/k1_round.log" ;;
   round32a)
     # prepared in session 31: on an H200, K1's counters (round 30c: is the K1 issue-bound there?
     # NOTES session 31 predicts issue slots ~60% busy, DRAM 60-68%), then the two-consumer rule on
@@ -631,13 +639,22 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     timeout 240 python -u bench/two_consumers.py > "$OUT/two_consumers.log" 2>&1
     grep -E "Error|error" "$OUT/two_consumers.log" | head -3; grep -v '^{' "$OUT/two_consumers.log" | tail -25 ;;
   round32b)
-    # prepared in session 31: the GPU tests round 31e's time limit left out (the host entry's,
-    # fla's integration, the reference's); fla's compile at each head count takes 90-180 s
+    # prepared in session 31: the GPU correctness matrix through the default path with the
+    # 16-token K1's Newton-refined norms (released after round 31f's JIT check, not yet run through
+    # the host entry) and two consumers; round 31e took 440 s for 179 tests, so in two calls:
+    # round32b, then ROUND32B_REST=1 round32b (the host entry's, fla's integration at H96 1x8192 now
+    # through two consumers, and the reference's GPU tests; fla compiles 90-180 s a head count)
     nvidia-smi --query-gpu=name --format=csv,noheader
     timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    timeout 420 python -m pytest -m gpu -q -p no:cacheprovider tests/test_host_codegen_gpu.py tests/test_integration_gpu.py \
-      tests/test_reference.py > "$OUT/pytest_rest.log" 2>&1
-    echo "rest: $(grep -E "passed|failed" "$OUT/pytest_rest.log" | tail -1)"; grep -E "^FAILED|^ERROR" "$OUT/pytest_rest.log" | head -8 ;;
+    if [ -z "${ROUND32B_REST:-}" ]; then
+      timeout 460 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py > "$OUT/pytest_matrix.log" 2>&1
+      echo "matrix: $(grep -E "passed|failed" "$OUT/pytest_matrix.log" | tail -1)"; grep -E "^FAILED|^ERROR" "$OUT/pytest_matrix.log" | head -8
+      python -c "import json; c=json.load(open('$OUT/gpu_matrix.json'))['cases']; e=[x for x in c if 'err_o' in x]; print(len(e), 'rows; worst o', max(x['err_o'] for x in e), 'worst state', max(x['err_ht'] or 0 for x in e), 'NaN', sum(x['unwritten_or_nan'] for x in e))"
+    else
+      timeout 440 python -m pytest -m gpu -q -p no:cacheprovider tests/test_host_codegen_gpu.py tests/test_integration_gpu.py \
+        tests/test_reference.py tests/test_decode_gpu.py > "$OUT/pytest_rest.log" 2>&1
+      echo "rest: $(grep -E "passed|failed" "$OUT/pytest_rest.log" | tail -1)"; grep -E "^FAILED|^ERROR" "$OUT/pytest_rest.log" | head -8
+    fi ;;
   round31e)
     # session 31: every GPU test through the default path with the two-consumer rule at its final
     # bound (104 programs): the correctness matrix (split, pipeline, longest first, many sequences,
