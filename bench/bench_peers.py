@@ -156,7 +156,7 @@ def stage_timers(d, chunk, spp):
     k1, k2 = api.select_builds(varlen=True, fast_math=False,
                                initial_state_dtype="float32" if d["h0"] is not None else None,
                                output_final_state=WANT_HT, chunk=chunk,
-                               spp=spp if spp == api._configs.TWO_CONSUMERS else max(spp, 1))
+                               spp=1 if spp == api._configs.SPP_LONGEST_FIRST else spp)
     return _launch.stage_callables(k1, k2, d["q"], d["k"], d["v"], d["g"], d["beta"], d["A_log"], d["dt_bias"],
                                    d["cu"], d["h0"], LOWER_BOUND, 128 ** -0.5)
 

@@ -1,5 +1,6 @@
 """What the two-consumer 32-token K2 (configs.use_two_consumers) gives through kda_prefill: each
-shape run by the rule, by the one-consumer 32-token builds, and by 16-token chunks (the release
+shape run by the rule, by the two-consumer 32-token builds forced (so that shapes past the rule's
+bound still measure them), by the one-consumer 32-token builds, and by 16-token chunks (the release
 before session 31 at these shapes), same process, same inputs, under inference_mode.
 
     python bench/two_consumers.py
@@ -33,57 +34,49 @@ SHAPES = [  # label, H (q/k heads), HV, lens (None: a fixed batch of one row)
 ]
 # TWO_ONLY: only the shapes whose label contains one of these texts (comma-separated)
 ONLY = [x for x in os.environ.get("TWO_ONLY", "").split(",") if x]
-FORMS = ("rule", "32x1", "16")
+FORMS = ("rule", "32x2", "32x1", "16")
 
 
-def _inputs(T, H, HV, lens, seed):
-    """Fresh random inputs of one row (B = 1) of T tokens, H q/k heads and HV value heads."""
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    bf = torch.bfloat16
-    rn = lambda *s: torch.randn(*s, generator=gen, device="cuda")  # noqa: E731
-    d = dict(q=rn(1, T, H, 128).to(bf), k=rn(1, T, H, 128).to(bf), v=rn(1, T, HV, 128).to(bf),
-             g=rn(1, T, HV, 128).to(bf), beta=rn(1, T, HV).to(bf),
-             A_log=torch.rand(HV, generator=gen, device="cuda") * 2.77, dt_bias=0.1 * rn(HV, 128))
-    d["cu"] = None if lens is None else torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int64,
-                                                     device="cuda")
-    return d
-
-
-def _force(api, form):
-    """The API's plan for `form`: the rule, 32-token chunks with one consumer, or 16-token chunks."""
+def _force(api, form, rule):
+    """The API's plan for `form`: the rule (api._two_rule as released, `rule`), 32-token chunks with
+    two consumers or one, or 16-token chunks."""
+    from kda_kernels import configs
     api._CHUNK.clear()
     api._TWO.clear()
-    api.FORCE_CHUNK = {"rule": None, "32x1": 32, "16": 16}[form]
-    api._two_rule = _ONE if form == "32x1" else _RULE
+    api.FORCE_CHUNK = {"rule": None, "32x2": 32, "32x1": 32, "16": 16}[form]
+    forced = {"32x2": configs.TWO_CONSUMERS, "32x1": 1}.get(form)
+    api._two_rule = rule if forced is None else (lambda N, T, HV: forced)
 
 
 def main():
     import kda_tile
     from kda_tile import api
     from kda_kernels import configs
-    from kda_kernels.reference import kda_chunked, rel_err
+    from kda_kernels.reference import kda_chunked, random_inputs, rel_err
     from triton.testing import do_bench
-    global _RULE, _ONE
-    _RULE, _ONE = api._two_rule, (lambda N, T, HV: 1)
+    rule = api._two_rule
     rows = []
     with torch.inference_mode():
         for label, H, HV, lens in SHAPES:
             if ONLY and not any(x in label for x in ONLY):
                 continue
             T = 8192 if lens is None else sum(lens)
-            d = _inputs(T, H, HV, lens, seed=T + H + HV)
-            cu = d["cu"]
+            cu = None if lens is None else [0] + torch.tensor(lens).cumsum(0).tolist()
+            d = random_inputs(1, T, H, device="cuda", seed=T + H + HV, cu_seqlens=cu, state_dtype=torch.float32,
+                              HV=HV)
+            cu = d["cu_seqlens"]
             args = [d[n] for n in ("q", "k", "v", "g", "beta")]
             N = 1 if lens is None else len(lens)
             for mode in ("none", "inout"):
-                h0 = torch.randn(N, HV, 128, 128, device="cuda") if mode == "inout" else None
+                h0 = d["initial_state"] if mode == "inout" else None
                 kw = dict(A_log=d["A_log"], dt_bias=d["dt_bias"], initial_state=h0, output_final_state=h0 is not None,
                           cu_seqlens=cu)
-                ref_o, ref_h = kda_chunked(*args, gate_kind="safe", lower_bound=-5.0, **kw | dict(output_final_state=True))
+                ref_o, ref_h = kda_chunked(*args, gate_kind="safe", lower_bound=-5.0,
+                                           **kw | dict(output_final_state=True))
                 r = dict(shape=label, state=mode, N=N, T=T, H=H, HV=HV, device=torch.cuda.get_device_name())
                 os.environ["KDA_TILE_POISON"] = "1"
                 for form in FORMS:
-                    _force(api, form)
+                    _force(api, form, rule)
                     r[f"{form}_plan"] = list(api._plan(args[0], args[2], cu))
                     o, ht = kda_tile.kda_prefill(*args, **kw)
                     r[f"{form}_err_o"] = rel_err(o, ref_o)
@@ -91,23 +84,24 @@ def main():
                     del o, ht
                 os.environ.pop("KDA_TILE_POISON")
                 for form in FORMS:
-                    _force(api, form)
+                    _force(api, form, rule)
                     r[f"{form}_ms"] = do_bench(lambda: kda_tile.kda_prefill(*args, **kw), warmup=10, rep=100,
                                                return_mode="median")
-                _force(api, "rule")
+                _force(api, "rule", rule)
                 r["two_consumers_taken"] = r["rule_plan"] == [False, 32, configs.TWO_CONSUMERS]
-                for form in FORMS[:2]:
+                for form in FORMS[:3]:
                     r[f"{form}_vs_16"] = r[f"{form}_ms"] / r["16_ms"]
                 rows.append(r)
                 print(json.dumps(r), flush=True)
             del d, args
     write_rows("two_consumers.json", rows)
-    print(f"{'shape':20s} {'state':>6s} {'2c?':>4s} {'rule ms':>8s} {'32x1 ms':>8s} {'16 ms':>8s} {'rule/16':>8s} "
-          f"{'32x1/16':>8s} {'max err':>8s}")
+    print(f"{'shape':20s} {'state':>6s} {'2c?':>4s} " + " ".join(f"{f + ' ms':>8s}" for f in FORMS)
+          + " " + " ".join(f"{f + '/16':>8s}" for f in FORMS[:3]) + f" {'max err':>8s}")
     for r in rows:
         err = max(v for k, v in r.items() if "_err_" in k and v is not None)
-        print(f"{r['shape']:20s} {r['state']:>6s} {str(r['two_consumers_taken'])[0]:>4s} {r['rule_ms']:8.3f} "
-              f"{r['32x1_ms']:8.3f} {r['16_ms']:8.3f} {r['rule_vs_16']:8.3f} {r['32x1_vs_16']:8.3f} {err:8.1e}")
+        print(f"{r['shape']:20s} {r['state']:>6s} {str(r['two_consumers_taken'])[0]:>4s} "
+              + " ".join(f"{r[f + '_ms']:8.3f}" for f in FORMS) + " "
+              + " ".join(f"{r[f + '_vs_16']:8.3f}" for f in FORMS[:3]) + f" {err:8.1e}")
 
 
 if __name__ == "__main__":
