@@ -44,6 +44,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round32c # session 32: K1 with an L2 prefetch one or two waves ahead, and without its column stores (JIT, ncu; ~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round32d # session 32: fla's integration at H96 1x8192 and the compile test (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round32a # prepared in session 31: K1 counters if on an H200, the two-consumer rule on that card (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round32b # prepared in session 31: the GPU matrix (~9 min), then ROUND32B_REST=1 for the other GPU tests (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round30d # session 30: the pipeline at H24 1x32768 again, twice, H32 1x32768 beside it (~3 min)
@@ -629,6 +631,34 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     K1_SHAPES="H96 1x8192 cu;H32 2048x64 cu" timeout 150 python bench/k1_round.py 1,64,12,holes,diag,ds,u0k2,el,lp,sg,rnr \
       > "$OUT/k1_round.log" 2>&1
     grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -5 "$OUT/k1_round.log" ;;
+  round32c)
+    # session 32: K1 with an L2 prefetch of the q, k, g rows of the program one (pf) or two (pf2)
+    # waves ahead in launch order (probe, JIT, checked against float64 first), 16- and 32-token,
+    # against the released builds; colstore (qd, kr, gC's stores left out, a third of K1's bytes)
+    # with and without it: on an H100, where K1 is bytes-bound, the floor under the bytes; then
+    # ncu of four of them at H96 1x8192
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    R16=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED)")
+    R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
+    K1_SHAPES="H96 1x8192 cu;H8 1x65536 cu;H32 2048x64 cu" timeout 300 python bench/k1_round.py "$R16" "$R16,p=pf" \
+      "$R16,p=pf2" "$R32" "$R32,p=pf" "$R32,p=pf2" "$R16,p=colstore" "$R16,p=colstore+pf" "$R32,p=colstore" \
+      "$R32,p=colstore+pf" > "$OUT/k1_round.log" 2>&1
+    grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -12 "$OUT/k1_round.log"
+    timeout 200 ncu --clock-control none --profile-from-start off -k regex:k1 --section SpeedOfLight \
+      --section Occupancy --section MemoryWorkloadAnalysis --section WarpStateStats --section InstructionStats \
+      -o "$OUT/k1_pf" python bench/k1_round.py ncu "$R16" "$R16,p=pf" "$R32" "$R32,p=pf" > "$OUT/k1_ncu.log" 2>&1
+    tail -1 "$OUT/k1_ncu.log"
+    ncu --import "$OUT/k1_pf.ncu-rep" --csv --page details > "$OUT/k1_pf_details.csv" 2> /dev/null
+    grep -E "\"Duration\"|Issue Slots Busy|Executed Instructions\"|DRAM Throughput|L2 Hit Rate\"|Warp Cycles Per Issued" \
+      "$OUT/k1_pf_details.csv" | cut -d, -f13-15 | head -28; rm -f "$OUT/k1_pf.ncu-rep" ;;
+  round32d)
+    # session 32: fla's integration at H96 1x8192 (now through two consumers) and the compile test,
+    # which round 32b's second call had no time left for (fla's compile at H96 takes 90-180 s)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 400 python -m pytest -m gpu -q -p no:cacheprovider tests/test_integration_gpu.py -k "8192 or compile or errors" \
+      > "$OUT/pytest_integration.log" 2>&1
+    echo "integration: $(grep -E "passed|failed" "$OUT/pytest_integration.log" | tail -1)"; grep -E "^FAILED|^ERROR" "$OUT/pytest_integration.log" | head -8 ;;
   round32a)
     # prepared in session 31: on an H200, K1's counters (round 30c: is the K1 issue-bound there?
     # NOTES session 31 predicts issue slots ~60% busy, DRAM 60-68%), then the two-consumer rule on
