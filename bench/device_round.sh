@@ -636,7 +636,8 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     # waves ahead in launch order (probe, JIT, checked against float64 first), 16- and 32-token,
     # against the released builds; colstore (qd, kr, gC's stores left out, a third of K1's bytes)
     # with and without it: on an H100, where K1 is bytes-bound, the floor under the bytes; then
-    # ncu of four of them at H96 1x8192
+    # ncu of four of them at H96 1x8192. The probe was removed after the round (a loss, and any
+    # edit of a kernel module makes every record stale): apply bench/prepared/session32-k1-l2-prefetch.patch
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     R16=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED)")
     R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")

@@ -63,16 +63,6 @@ __device__ __forceinline__ float kda_rsqrt_nr(float x) {
 }
 """
 
-# Measurement only (K1Config.probe "pf"): a hint that brings the 256 bytes at p (256-byte
-# aligned) into L2, two 128-byte lines, with no effect on memory's contents and nothing to wait
-# for. (The bulk form, cp.async.bulk.prefetch.L2, takes uniform operands: one address a warp.)
-PREFETCH_SOURCE = r"""
-__device__ __forceinline__ void kda_prefetch_l2(const void* p, int bytes) {
-  asm volatile("prefetch.global.L2 [%0];" :: "l"(p) : "memory");
-  asm volatile("prefetch.global.L2 [%0];" :: "l"((const char*)p + 128) : "memory");
-}
-"""
-
 
 def sigmoid_rcp(x, fast: bool):
     """sigmoid as rcp(1 + ex2(-x log2 e)): two MUFU operations, within a few ulp of the exact

@@ -52,10 +52,6 @@ def build_k1(cfg: K1Config):
     nr = cfg.rsqrt_nr and not fast
     accum = "float32"
     skip = set(cfg.probe.split("+")) - {""}
-    # measurement only: "pf" / "pfN" prefetch into L2 the q, k, g rows of the program N waves of
-    # min_blocks x PF_SMS programs ahead in launch order (one chunk a program)
-    pf = next((s for s in skip if s.startswith("pf")), None)
-    PF_SMS = 132
     assert not cfg.skip_holes or (cfg.varlen and CPB == 1), "skip_holes: varlen, one chunk a program"
     assert cfg.mqk_split in ("", "k", "qk"), cfg.mqk_split
     split_k, split_q = cfg.mqk_split != "", cfg.mqk_split == "qk"
@@ -356,7 +352,7 @@ def build_k1(cfg: K1Config):
             if cfg.min_blocks:
                 T.annotate_min_blocks_per_sm(cfg.min_blocks)
             T.import_source(_math.ACCURATE_SOURCE + (_math.FAST_SOURCE if fast or cfg.ftz else "")
-                            + (_math.FTZ_SOURCE if cfg.ftz and not fast else "") + (_math.NR_SOURCE if nr else "") + (_math.PREFETCH_SOURCE if pf else ""))
+                            + (_math.FTZ_SOURCE if cfg.ftz and not fast else "") + (_math.NR_SOURCE if nr else ""))
             # GVA: value head hv reads q and k of head h, held in a register: inlined, the int64
             # divisions would run once per element loaded.
             tx = T.get_thread_binding()
@@ -462,29 +458,6 @@ def build_k1(cfg: K1Config):
                 T.ptx_cp_async(T.access_ptr(ki_s[r, d8 * 8], "w", 8),
                                T.access_ptr(g[bb, tt, hv, d8 * 8], "r", 8), 8, ld_ok[it])
             T.ptx_commit_group()
-            if pf is not None:
-                # the program W = N min_blocks PF_SMS launches later: dh heads on, then rem slots
-                # (rem < ncb, so one carry); its rows estimated from this program's own (b, t0)
-                assert CPB == 1 and regs, "pf: one chunk a program, rows from registers"
-                ncb = T.ceildiv(NC, CPB)
-                W = int(pf[2:] or 1) * cfg.min_blocks * PF_SMS
-                dh = T.alloc_var("int32", init=W // ncb)
-                bc2 = T.alloc_var("int32", init=bc + (W - dh * ncb))
-                hv2 = T.alloc_var("int32", init=hv + dh)
-                if bc2 >= ncb:
-                    bc2 = bc2 - ncb
-                    hv2 = hv2 + 1
-                t2 = T.alloc_var("int32", init=t0_all + (bc2 - bc) * C + tx % C)
-                if tx < 3 * C and hv2 >= 0 and hv2 < HV and t2 >= 0 and t2 < Tn and b_all >= 0 and b_all < B:
-                    h2 = T.alloc_var("int32", init=hv2)
-                    if HV != H:
-                        h2 = _math.gva_head(hv2, H, HV)
-                    if tx < C:
-                        T.evaluate(T.call_extern("handle", "kda_prefetch_l2", T.access_ptr(q[b_all, t2, h2, 0], "r", K), K * 2))
-                    elif tx < 2 * C:
-                        T.evaluate(T.call_extern("handle", "kda_prefetch_l2", T.access_ptr(k[b_all, t2, h2, 0], "r", K), K * 2))
-                    else:
-                        T.evaluate(T.call_extern("handle", "kda_prefetch_l2", T.access_ptr(g[b_all, t2, hv2, 0], "r", K), K * 2))
             if cfg.early_loads:
                 a_h0 = T.alloc_var(accum, init=_math.exp(ah_raw, fast))
                 # beta of row tx, loaded behind the copies and stored once they have landed
