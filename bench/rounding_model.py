@@ -54,7 +54,7 @@ def mqk(qd, ki, split, diag=False):
 
 
 def model(inp, T, H, split="", diag=False, L_bf16=True, ws=True, state_fp16=True, u_fp16=True, o_bf16=True,
-          ab="fp16"):
+          ab="fp16", pairwise=False):
     """o [1, T, H, V] with the chosen roundings."""
     tk = R._tokens(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], gate_kind="safe", A_log=inp["A_log"],
                    dt_bias=inp["dt_bias"], lower_bound=-5.0, scale=None, cu_seqlens=None, use_qk_l2norm=True,
@@ -93,8 +93,11 @@ def model(inp, T, H, split="", diag=False, L_bf16=True, ws=True, state_fp16=True
     else:
         Wk = rnd(rnd(Ab, w) @ rnd(kd, w), w)
         U0 = rnd(rnd(Ab, w) @ rnd(v, w), w)
+    kr32 = kr.float().double()
     qd, kr, M = rnd(qd, w), rnd(kr, w), rnd(M, w)
     gC = torch.exp(GC).float().double()
+    if pairwise:
+        return rnd(pairwise_o(Wk, qd, kr32, gC, U0, M, T), BF if o_bf16 else None)
     St = torch.zeros(H, v.shape[-1], k.shape[-1], dtype=F64)
     out = []
     for c in range(NC):
@@ -104,6 +107,27 @@ def model(inp, T, H, split="", diag=False, L_bf16=True, ws=True, state_fp16=True
         St = St * gC[:, c][:, None, :] + Ut @ kr[:, c]
     o = torch.cat(out, 1)[:, :T].transpose(0, 1).unsqueeze(0)
     return rnd(o, BF if o_bf16 else None)
+
+
+def pairwise_o(Wk, qd, kr32, gC, U0, M, T):
+    """o of kda_reference.kda_pairwise's form in a short-sequence kernel's roundings (session 32):
+    kr_i gam_ij formed in fp32 and rounded to fp16, P_ji = Wk_j (kr_i gam_ij)^T and Q_ji likewise
+    accumulated in fp32 and rounded to fp16, U_i in fp16 as the operand of P_ji U_i and Q_ji U_i,
+    U_j accumulated in fp32 from U0_j. [H, NC, C, ...] in, o [1, T, H, V] out."""
+    NC = Wk.shape[1]
+    Us, out = [], []
+    for j in range(NC):
+        Uj, oj = U0[:, j].clone(), torch.zeros_like(U0[:, j])
+        gam = torch.ones_like(gC[:, 0])
+        for i in range(j - 1, -1, -1):
+            kri = rnd(kr32[:, i] * gam.unsqueeze(-2), FP16).transpose(-1, -2)
+            Ui = rnd(Us[i], FP16)
+            Uj = Uj - rnd(Wk[:, j] @ kri, FP16) @ Ui
+            oj = oj + rnd(qd[:, j] @ kri, FP16) @ Ui
+            gam = gam * gC[:, i]
+        Us.append(Uj)
+        out.append(oj + M[:, j] @ rnd(Uj, FP16))
+    return torch.cat(out, 1)[:, :T].transpose(0, 1).unsqueeze(0)
 
 
 def inputs(T, H, seed):
@@ -130,6 +154,9 @@ VARIANTS = {
     # session 17: U0 = Ab v inside K2's Ut accumulator (no fp16 U0), Ab from K1's fp16 Ab_s
     "mqk_diag, U0 in K2, Ab bf16": dict(diag=True, ab="k2_bf16"),
     "mqk_diag, U0 in K2, Ab bf16 hi+lo": dict(diag=True, ab="k2_hilo"),
+    # session 32: the pairwise (state-free) form of a short-sequence kernel, on the released K1
+    # roundings (Wk from fp16 Ab and kd, Mqk with its fp32 diagonal)
+    "mqk_diag, pairwise (no state)": dict(diag=True, pairwise=True),
 }
 
 

@@ -5,6 +5,7 @@ Pure torch, on whatever device the inputs live; everything is computed in float6
 - `gate`            the per-channel natural-log decay g for the three gate kinds.
 - `kda_recurrent`   the exact token-by-token recurrence: the ground truth.
 - `kda_chunked`     the chunked algorithm (C = 16) the kernels implement.
+- `kda_pairwise`    the chunked algorithm with no state between chunks (a short-sequence form).
 - `kda_decode`      one (or a few) tokens per sequence against a state pool, as serving calls it.
 - `segment_maps`    the sequence split's pass A: each segment's affine map S_end = M S_start + B.
 - `kda_segmented`   the sequence split: pass A, an fp64 scan over segments, pass C.
@@ -234,6 +235,71 @@ def kda_chunked(q, k, v, g, beta, *, gate_kind="safe", A_log=None, dt_bias=None,
         o.index_copy_(0, idx[:, c].reshape(-1), out)
     o = o[:tk.dummy].reshape(tk.B, tk.T, H, V)
     return o, (_final_state(S, N, H, K, V) if output_final_state else None)
+
+
+def kda_pairwise(q, k, v, g, beta, *, gate_kind="safe", A_log=None, dt_bias=None, lower_bound=-5.0,
+                 scale=None, initial_state=None, output_final_state=False, cu_seqlens=None,
+                 use_qk_l2norm=True, use_beta_sigmoid=True, chunk=CHUNK):
+    """The chunked algorithm with no state between chunks: the form of a short-sequence kernel
+    (one program a sequence and head, every chunk's K1 work in it, no workspace). Same arguments
+    and results as `kda_recurrent`; the work grows as the square of the chunk count.
+
+    With Wk_j = A_j diag(beta_j) kd_j, U0_j = A_j diag(beta_j) v_j and, for i < j,
+    gam_ij = prod_{i < m < j} gC_m (per channel, <= 1; gam_init,j = prod_{m < j} gC_m):
+
+        S_{j-1} = gam_init,j S0 + sum_{i<j} (kr_i gam_ij)^T U_i
+        U_j     = U0_j - (Wk_j gam_init,j) S0 - sum_{i<j} P_ji U_i,    P_ji = Wk_j diag(gam_ij) kr_i^T
+        o_j     = (qd_j gam_init,j) S0 + sum_{i<j} Q_ji U_i + Mqk_j U_j,  Q_ji = qd_j diag(gam_ij) kr_i^T
+
+    so every product is C x K x C or C x C x V, and S0 and the final state S_n enter only where the
+    caller passes or asks for them. Every operand is a K1 output scaled by factors <= 1."""
+    tk = _tokens(q, k, v, g, beta, gate_kind=gate_kind, A_log=A_log, dt_bias=dt_bias,
+                 lower_bound=lower_bound, scale=scale, cu_seqlens=cu_seqlens,
+                 use_qk_l2norm=use_qk_l2norm, use_beta_sigmoid=use_beta_sigmoid)
+    N, H, K, V, C = tk.N, tk.H, tk.K, v.shape[-1], chunk
+    dev = q.device
+    S0 = None if initial_state is None else _initial_state(initial_state, N, H, K, V, dev)
+    o = torch.zeros(tk.dummy + 1, H, V, dtype=F64, device=dev)
+    n_chunks = -(-tk.max_len // C)
+    pos = torch.arange(n_chunks * C, device=dev, dtype=torch.int64)
+    idx = torch.where(pos < tk.lens[:, None], tk.starts[:, None] + pos, tk.dummy).reshape(N, n_chunks, C)
+
+    def take(x, c):
+        rows = x.index_select(0, idx[:, c].reshape(-1))
+        return rows.reshape(N, C, H, *x.shape[2:]).transpose(1, 2).reshape(N * H, C, *x.shape[2:])
+
+    prep = []
+    for c in range(n_chunks):
+        b_c = take(tk.beta, c)
+        kd, qd, kr, gC, _, A, Mqk = _chunk_prepare(take(tk.q, c), take(tk.k, c), take(tk.g, c), b_c)
+        Ab = A * b_c.unsqueeze(-2)
+        prep.append((Ab @ kd, qd, kr, gC, Mqk, Ab @ take(tk.v, c)))
+    U = []
+    for j, (Wk, qd, kr, gC, Mqk, U0) in enumerate(prep):
+        Uj, oj = U0.clone(), torch.zeros_like(U0)
+        gam = torch.ones_like(gC)                 # gam_ij for i = j - 1, j - 2, ..., then gam_init,j
+        for i in range(j - 1, -1, -1):
+            kri = prep[i][2] * gam.unsqueeze(-2)
+            Uj -= (Wk @ kri.transpose(-1, -2)) @ U[i]
+            oj += (qd @ kri.transpose(-1, -2)) @ U[i]
+            gam = gam * prep[i][3]
+        if S0 is not None:
+            Uj -= (Wk * gam.unsqueeze(-2)) @ S0
+            oj += (qd * gam.unsqueeze(-2)) @ S0
+        U.append(Uj)
+        oj = oj + Mqk @ Uj
+        o.index_copy_(0, idx[:, j].reshape(-1), oj.reshape(N, H, C, V).transpose(1, 2).reshape(N * C, H, V))
+    o = o[:tk.dummy].reshape(tk.B, tk.T, H, V)
+    if not output_final_state:
+        return o, None
+    S = torch.zeros(N * H, K, V, dtype=F64, device=dev)
+    gam = torch.ones(N * H, K, dtype=F64, device=dev)     # gam_i,n, then gam_init,n
+    for i in range(n_chunks - 1, -1, -1):
+        S += (prep[i][2] * gam.unsqueeze(-2)).transpose(-1, -2) @ U[i]
+        gam = gam * prep[i][3]
+    if S0 is not None:
+        S += gam.unsqueeze(-1) * S0
+    return o, _final_state(S, N, H, K, V)
 
 
 def kda_decode(q, k, v, g, beta, *, state_pool, state_indices, gate_kind="safe", A_log=None, dt_bias=None,

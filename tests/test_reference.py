@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kda_kernels.reference import (chunk_workspace, gate, kda_chunked, kda_decode, kda_recurrent, kda_segmented,
-                                random_inputs,
+from kda_kernels.reference import (chunk_workspace, gate, kda_chunked, kda_decode, kda_pairwise, kda_recurrent,
+                                kda_segmented, random_inputs,
                                 rel_err, segment_maps)
 
 TOL = 1e-10
@@ -127,18 +127,19 @@ CHUNK_CASES = {
 }
 
 
+@pytest.mark.parametrize("fn", [kda_chunked, kda_pairwise])
 @pytest.mark.parametrize("case", CHUNK_CASES.values(), ids=CHUNK_CASES.keys())
-def test_chunked_matches_recurrent(case):
+def test_chunked_matches_recurrent(case, fn):
     args, kw = make_case(**case)
     o_ref, s_ref = kda_recurrent(*args, **kw)
-    o, s = kda_chunked(*args, **kw)
+    o, s = fn(*args, **kw)
     assert o.shape == o_ref.shape and s.shape == s_ref.shape
     assert o_ref.norm() > 0.1 and s_ref.norm() > 0.1
     assert rel_err(o, o_ref) <= TOL
     assert rel_err(s, s_ref) <= TOL
 
 
-@pytest.mark.parametrize("fn", [kda_recurrent, kda_chunked])
+@pytest.mark.parametrize("fn", [kda_recurrent, kda_chunked, kda_pairwise])
 def test_without_final_state(fn):
     args, kw = make_case(T=20)
     kw["output_final_state"] = False
@@ -146,7 +147,7 @@ def test_without_final_state(fn):
     assert s is None and o.shape == (1, 20, 3, 24)
 
 
-@pytest.mark.parametrize("fn", [kda_recurrent, kda_chunked])
+@pytest.mark.parametrize("fn", [kda_recurrent, kda_chunked, kda_pairwise])
 def test_initial_state_and_sequence_boundaries_matter(fn):
     args, kw = make_case(T=52, cu_seqlens=[0, 1, 17, 20, 52])
     o, _ = fn(*args, **kw)
@@ -158,7 +159,7 @@ def test_initial_state_and_sequence_boundaries_matter(fn):
     assert rel_err(o_joined[:, 17:], o[:, 17:]) > 1e-3
 
 
-@pytest.mark.parametrize("fn", [kda_recurrent, kda_chunked])
+@pytest.mark.parametrize("fn", [kda_recurrent, kda_chunked, kda_pairwise])
 def test_empty_sequence_keeps_its_state(fn):
     args, kw = make_case(T=21, cu_seqlens=[0, 5, 5, 21])
     _, s = fn(*args, **kw)
