@@ -44,6 +44,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round33a # prepared in session 32: one-chunk sequences as one kernel (short_out), JIT, against kda_prefill (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round32c # session 32: K1 with an L2 prefetch one or two waves ahead, and without its column stores (JIT, ncu; ~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round32d # session 32: fla's integration at H96 1x8192 and the compile test (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round32a # prepared in session 31: K1 counters if on an H200, the two-consumer rule on that card (~5 min)
@@ -631,6 +632,15 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     K1_SHAPES="H96 1x8192 cu;H32 2048x64 cu" timeout 150 python bench/k1_round.py 1,64,12,holes,diag,ds,u0k2,el,lp,sg,rnr \
       > "$OUT/k1_round.log" 2>&1
     grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -5 "$OUT/k1_round.log" ;;
+  round33a)
+    # prepared in session 32: sequences of at most one chunk as one kernel (K1Config.short_out,
+    # JIT: o = Mqk (Ab v), no workspace, a program a sequence), checked against float64, then
+    # against kda_prefill (no state) on issue 9's 8192 x 16 row and four more; NOTES session 32
+    # has the prediction
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 300 python -u bench/short_round.py > "$OUT/short_round.log" 2>&1
+    grep -E "Error|error" "$OUT/short_round.log" | head -3; tail -8 "$OUT/short_round.log" ;;
   round32c)
     # session 32: K1 with an L2 prefetch of the q, k, g rows of the program one (pf) or two (pf2)
     # waves ahead in launch order (probe, JIT, checked against float64 first), 16- and 32-token,

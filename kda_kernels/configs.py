@@ -295,10 +295,20 @@ class K1Config:
     # store), v (the v load), inverse, ab (the Wk and U0 products and stores), oddhole (a
     # skip_holes build leaves every odd slot before its search: the holes of 16-token sequences).
     probe: str = ""
+    # The whole forward of sequences of at most one chunk, with no initial state: a program a
+    # (sequence, value head) forms o = Mqk (Ab v) itself and writes o, no workspace (session 32;
+    # JIT only, bench/short_round.py). Program n takes sequence (varlen) or row (fixed) n and
+    # writes only its first 16 tokens: the caller's sequences must be that short. One chunk a
+    # program, 16 tokens, v read by K1 (u0_in_k2 off), lean_prologue.
+    short_out: bool = False
+    # short_out also writes the fp32 final state S^T = U0^T kr ([N, HV, V, K]; zeros for an empty
+    # sequence): the serving prefill of fresh prompts
+    short_ht: bool = False
 
     @property
     def name(self) -> str:
         return ("k1_prepare_" + ("varlen" if self.varlen else "fixed") + ("_fast" if self.fast_math else "")
+                + ("_short" if self.short_out else "") + ("_ht" if self.short_out and self.short_ht else "")
                 + ("_ds" if self.dyn_search and self.varlen else "")
                 + ("_skipholes" if self.skip_holes else "")
                 + (f"_mqk{self.mqk_split}" if self.mqk_split else "")

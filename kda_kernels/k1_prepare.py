@@ -23,7 +23,9 @@ every output of its columns there, stored as pairs, so the per-element work need
 Accurate math runs on the MUFU unit: 2^x = ex2.approx, sigmoid = rcp.approx(1 + ex2.approx(-x
 log2 e)) (relative errors ~2^-22; the ftz forms by default). Wk and U0 are two small mma products
 of the block-diagonal Ab.
-Variants measured on the H200 are in bench/NOTES.md (sessions 7 and 8).
+Variants measured on the H200 are in bench/NOTES.md (sessions 7 and 8). K1Config.short_out (JIT
+only) is the whole forward of sequences of one chunk: o = Mqk (Ab v) (and S^T = U0^T kr) in place
+of the workspace (session 32).
 """
 
 import tilelang.language as T
@@ -56,6 +58,10 @@ def build_k1(cfg: K1Config):
     assert cfg.mqk_split in ("", "k", "qk"), cfg.mqk_split
     split_k, split_q = cfg.mqk_split != "", cfg.mqk_split == "qk"
     u0k2 = cfg.u0_in_k2
+    short = cfg.short_out
+    short_ht = short and cfg.short_ht
+    assert not short or (CPB == 1 and C == CHUNK and not u0k2 and not split_k and cfg.lean_prologue
+                         and not cfg.skip_holes), f"{cfg.name}: short_out's form"
     # Every program's one chunk holds tokens in a fixed batch, and in a varlen one that returns at
     # holes: a 32-token build then stores without guards (the grid keeps bc < NC), which leaves the
     # compiler the stores' addresses as offsets of one base. (16-token builds keep theirs.)
@@ -77,6 +83,9 @@ def build_k1(cfg: K1Config):
     HV = T.dynamic("HV")
     NC = T.dynamic("NC")
     N1 = T.dynamic("N1")
+    NH = N1 - 1 if cfg.varlen else B     # sequences (short_ht's state rows)
+    if short:
+        NC = N1 - 1 if cfg.varlen else B   # programs: one a sequence (its first chunk)
 
     @T.macro
     def ab_product(Ab_s, x_s, st_s, acc, out, slot_len, bc, hv, negate=False):
@@ -308,8 +317,9 @@ def build_k1(cfg: K1Config):
         return t0, T.if_then_else(slot < NC, ln, 0)
 
     @T.macro
-    def _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Ab, Mqk, gC):
-        with T.Kernel(T.ceildiv(NC, CPB), HV, threads=cfg.threads) as (bc, hv):
+    def _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Ab, Mqk, gC, o, ht):
+        grid = N1 - 1 if short and cfg.varlen else T.ceildiv(NC, CPB)
+        with T.Kernel(grid, HV, threads=cfg.threads) as (bc, hv):
             slot_b = T.alloc_shared((CPB,), "int32")
             slot_t0 = T.alloc_shared((CPB,), "int32")
             slot_len = T.alloc_shared((CPB,), "int32")
@@ -346,6 +356,7 @@ def build_k1(cfg: K1Config):
             Ab_s = T.alloc_shared((R, R), cfg.mat_dtype)
             WU = T.alloc_fragment((R, K), accum)
 
+            Sf = T.alloc_fragment((V, 32), accum) if short_ht else None
             Lf = T.alloc_fragment((R, R), accum)
             Mf = T.alloc_fragment((R, R), accum)
 
@@ -382,9 +393,20 @@ def build_k1(cfg: K1Config):
             # lean_prologue: the copies' rows from registers every thread holds (no shared slot
             # values, so no barrier, before the copies)
             fixed_regs = cfg.lean_prologue and not cfg.varlen and CPB == 1
-            regs = cfg.lean_prologue and (cfg.skip_holes or fixed_regs)
+            short_varlen = short and cfg.varlen
+            regs = cfg.lean_prologue and (cfg.skip_holes or fixed_regs or short_varlen)
             b_all = 0
-            if cfg.skip_holes:
+            if short_varlen:
+                # program bc: sequence bc's first chunk
+                t0_all = T.alloc_var("int32", init=_math.token_index(cu_seqlens[bc], Tn))
+                eos_all = T.max(_math.token_index(cu_seqlens[bc + 1], Tn), t0_all)
+                len_all = T.alloc_var("int32", init=T.min(eos_all - t0_all, C))
+                if not short_ht:
+                    # (with the final state an empty sequence runs through: every row is zero,
+                    # so its state is)
+                    if len_all <= 0:
+                        T.thread_return()
+            elif cfg.skip_holes:
                 # every thread finds the slot's chunk (the same loads, so the same values), and the
                 # whole block leaves at a hole
                 t0_all = T.alloc_var("int32")
@@ -401,6 +423,11 @@ def build_k1(cfg: K1Config):
                     slot_b[0] = 0
                     slot_t0[0] = t0_all
                     slot_len[0] = len_all
+            elif fixed_regs and short:
+                # program b: row b's first chunk
+                b_all = T.alloc_var("int32", init=bc)
+                t0_all = T.alloc_var("int32", init=0)
+                len_all = T.alloc_var("int32", init=T.min(C, Tn))
             elif fixed_regs:
                 # a fixed batch, one chunk a program: every thread forms the slot's (b, t0, len)
                 ncs = T.ceildiv(Tn, C)
@@ -573,10 +600,14 @@ def build_k1(cfg: K1Config):
                             qn[e] = T.Cast(accum, qraw[i, e]) * rq_s[c * C + i]
                             ep[e] = pow2(gcol[i, e], fast)
                             ki[e] = kn[e] * pow2(-gcol[i, e], fast)
-                        if not split_k:
+                        if short_ht:
+                            # kr in place of kd: the operand of the final state (no Wk here)
+                            for e in T.vectorized(2):
+                                kdh_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
+                        elif not split_k and not short:
                             for e in T.vectorized(2):
                                 kdh_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, kn[e] * ep[e])
-                        if live:
+                        if not short and live:
                             row = (bc * CPB + c) * C + i
                             for e in T.vectorized(2):
                                 qd[hv, row, d2 * 2 + e] = T.Cast(cfg.ws_dtype, qn[e] * ep[e])
@@ -597,7 +628,7 @@ def build_k1(cfg: K1Config):
                             k_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, kn[e] * ep[e])
                         for e in T.vectorized(2):
                             q_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, qn[e] * ep[e])
-                    if live:
+                    if not short and live:
                         for e in T.vectorized(2):
                             gC[hv, bc * CPB + c, d2 * 2 + e] = gcl[e]
 
@@ -632,10 +663,11 @@ def build_k1(cfg: K1Config):
                         else:
                             M_s[r, j % C] = T.if_then_else(r % C >= j % C, Mf[r, j], 0.0)
 
-                for r, j in T.Parallel(R, C):
-                    c = r // C
-                    if unguarded or (slot_len[c] > 0 and bc * CPB + c < NC):
-                        Mqk[hv, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
+                if not short:
+                    for r, j in T.Parallel(R, C):
+                        c = r // C
+                        if unguarded or (slot_len[c] > 0 and bc * CPB + c < NC):
+                            Mqk[hv, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
             # the off-diagonal blocks of the block-diagonal Ab
             for r, j in T.Parallel(R, R):
                 if r // C != j // C:
@@ -685,7 +717,27 @@ def build_k1(cfg: K1Config):
                     for i in T.vectorized(8):
                         v_s[it * RPP + tx // LPR, tx % LPR * 8 + i] = vh[it * 8 + i]
             # Wk = Ab kd and U0 = Ab v; with u0_in_k2, -Wk (K2 accumulates U = v^T Ab^T - S Wk^T)
-            if "ab" not in skip:
+            if short:
+                # U0 = Ab v over v, then o = Mqk U0 with Mqk over Ab: K2's roundings (fp16
+                # operands, fp32 accumulation) with no state term
+                T.gemm(Ab_s, v_s, WU, clear_accum=True)
+                for r, e in T.Parallel(R, V):
+                    v_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
+                for r, j in T.Parallel(R, C):
+                    Ab_s[r, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
+                T.gemm(Ab_s, v_s, WU, clear_accum=True)
+                for r, e in T.Parallel(R, V):
+                    if r < len_all and t0_all + r >= 0 and t0_all + r < Tn and b_all >= 0 and b_all < B:
+                        o[b_all, t0_all + r, hv, e] = T.Cast(cfg.in_dtype, WU[r, e])
+                if short_ht:
+                    # S^T = U0^T kr, 32 columns of K at a time (a V x 32 fp32 fragment)
+                    n_seq = bc if cfg.varlen else b_all
+                    for kb in T.unroll(K // 32):
+                        T.gemm(v_s, kdh_s[0:R, kb * 32:(kb + 1) * 32], Sf, transpose_A=True, clear_accum=True)
+                        for e, j in T.Parallel(V, 32):
+                            if n_seq >= 0 and n_seq < NH:
+                                ht[n_seq, hv, e, kb * 32 + j] = Sf[e, j]
+            elif "ab" not in skip:
                 if split_k:
                     ab_product(Abb_s, k_s, wk_s, WU, Wk, slot_len, bc, hv)
                 else:
@@ -714,8 +766,16 @@ def build_k1(cfg: K1Config):
         Ab: T.Tensor((HV, NC * C, C), cfg.mat_dtype),
         Mqk: T.Tensor((HV, NC * C, C), cfg.mat_dtype),
         gC: T.Tensor((HV, NC, K), "float32"),
+        o: T.Tensor((B, Tn, HV, V), cfg.in_dtype),
+        ht: T.Tensor((NH, HV, V, K), "float32"),
     ):
-        _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Ab, Mqk, gC)
+        _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Ab, Mqk, gC, o, ht)
 
     absent = ([] if cfg.varlen else ["cu_seqlens"]) + (["v", "U0"] if u0k2 else ["Ab"])
+    if short:
+        absent = ([] if cfg.varlen else ["cu_seqlens"]) + ["Wk", "qd", "kr", "U0", "Ab", "Mqk", "gC"]
+    else:
+        absent.append("o")
+    if not short_ht:
+        absent.append("ht")
     return _tir.drop_params(k1_prepare, absent)

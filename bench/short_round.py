@@ -1,0 +1,146 @@
+"""Sequences of at most one chunk as one kernel (K1Config.short_out), JIT, against kda_prefill.
+
+    python bench/short_round.py
+
+Issue 9's many-sequence rows pay the K1 -> K2 workspace (~1.7 KB a token and head, written and
+read) and K2's launch per sequence; at 16 tokens a sequence a chunk's o needs nothing of the
+chain: with no state in or out, o = Mqk (Ab v). short_out is the released accurate 16-token K1
+(mqk_diag, rsqrt_nr, early_loads, lean_prologue) that reads v, forms that product and writes o
+instead of the workspace: one program a (sequence, value head), no slot search, no holes.
+short_ht also writes the fp32 final state S^T = U0^T kr (fresh prompts in a serving prefill).
+
+First correctness, without and with the final state: o and the state (poisoned with NaN first)
+against the float64 recurrence on fresh random inputs, fixed batches with T <= 16 and varlen
+batches of 0-16 tokens (empty and one-token sequences among them). Then, on each timing shape
+and in both modes, kda_prefill's outputs against ours (its default path: no state, or the fp32
+final state out) and both times (triton do_bench medians, same process, same inputs), with the
+bytes the short kernel must move at 4.27 TB/s. One JSON row a shape and mode, a table last.
+"""
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from kda_kernels import registry  # noqa: E402
+from kda_kernels.configs import K1Config  # noqa: E402
+from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
+from kda_tile import _launch  # noqa: E402
+
+TARGET = {"kind": "cuda", "arch": "sm_90a"}
+_K = {}
+
+
+def config(varlen, ht=False):
+    return K1Config(varlen=varlen, short_out=True, short_ht=ht, mqk_diag=True, rsqrt_nr=True, early_loads=True,
+                    lean_prologue=True)
+
+
+def kernel(cfg):
+    if cfg not in _K:
+        import tilelang
+        from kda_kernels.k1_prepare import build_k1
+        _K[cfg] = tilelang.compile(build_k1(cfg), target=TARGET, pass_configs=cfg.pass_configs())
+    return _K[cfg]
+
+
+def inputs(B, T, H, lens, seed):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    bf = torch.bfloat16
+    rn = lambda *s: torch.randn(*s, generator=gen, device="cuda")  # noqa: E731
+    d = dict(q=rn(B, T, H, 128).to(bf), k=rn(B, T, H, 128).to(bf), v=rn(B, T, H, 128).to(bf),
+             g=rn(B, T, H, 128).to(bf), beta=rn(B, T, H).to(bf),
+             A_log=torch.rand(H, generator=gen, device="cuda") * 2.77, dt_bias=0.1 * rn(H, 128))
+    d["cu"] = None if lens is None else torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(),
+                                                     dtype=torch.int64, device="cuda")
+    return d
+
+
+def run_short(d, ht=False):
+    """(launch, o, final state or None): outputs poisoned with NaN, written by each launch."""
+    cfg = config(d["cu"] is not None, ht)
+    o = torch.full_like(d["v"], float("nan"))
+    B, T, HV, V = d["v"].shape
+    N = B if d["cu"] is None else d["cu"].numel() - 1
+    h = torch.full((N, HV, V, 128), float("nan"), device="cuda") if ht else None
+    named = dict(d, cu_seqlens=d["cu"], lower_bound=-5.0, scale=128 ** -0.5, o=o, ht=h)
+    args = [named[n] for n in _launch.param_names(registry.Build("k1", cfg))]
+    kern = kernel(cfg)
+    return (lambda: kern(*args)), o, h
+
+
+def prefill(d, ht=False):
+    import kda_tile
+    kw = dict(A_log=d["A_log"], dt_bias=d["dt_bias"], lower_bound=-5.0, scale=128 ** -0.5, output_final_state=ht)
+    if d["cu"] is not None:
+        kw["cu_seqlens"] = d["cu"]
+    return lambda: kda_tile.kda_prefill(d["q"], d["k"], d["v"], d["g"], d["beta"], **kw)
+
+
+CASES = [("fixed B=3 T=16 H=2", 3, 16, 2, None), ("fixed B=2 T=5 H=3", 2, 5, 3, None),
+         ("fixed B=1 T=1 H=1", 1, 1, 1, None), ("fixed B=4 T=13 H=8", 4, 13, 8, None),
+         ("varlen [1,0,16,7,16,3] H=4", 1, None, 4, [1, 0, 16, 7, 16, 3]),
+         ("varlen 500x[0..16] H=2", 1, None, 2, "ragged")]
+SHAPES = [("H32 8192x16 cu", 1, None, 32, [16] * 8192), ("H32 8192x16", 8192, 16, 32, None),
+          ("H32 ragged 8192x[0..16] cu", 1, None, 32, "ragged"), ("H8 4096x16 cu", 1, None, 8, [16] * 4096),
+          ("H96 1024x16 cu", 1, None, 96, [16] * 1024)]
+
+
+def lens_of(lens, seed, n=500):
+    if lens != "ragged":
+        return lens
+    return torch.randint(0, 17, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
+
+
+def main():
+    from triton.testing import do_bench
+    worst = [0.0, 0.0]
+    for ht in (False, True):
+        for i, (label, B, T, H, lens) in enumerate(CASES):
+            lens = lens_of(lens, i)
+            d = inputs(B, sum(lens) if lens else T, H, lens, seed=100 + i)
+            go, o, h = run_short(d, ht)
+            go()
+            torch.cuda.synchronize()
+            ref, ref_h = kda_recurrent(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"],
+                                       dt_bias=d["dt_bias"], lower_bound=-5.0, cu_seqlens=d["cu"],
+                                       output_final_state=ht)
+            errs = [rel_err(o.double(), ref)] + ([rel_err(h.double(), ref_h)] if ht else [])
+            for j, e in enumerate(errs):
+                worst[j] = max(worst[j], e) if e == e else float("nan")
+            print(json.dumps(dict(case=label, ht=ht, err_o=errs[0], err_ht=errs[1] if ht else None,
+                                  nan=int(torch.isnan(o).sum()) + (int(torch.isnan(h).sum()) if ht else 0))),
+                  flush=True)
+    print(f"correctness: worst err_o {worst[0]:.2e}, worst err_ht {worst[1]:.2e}", flush=True)
+    rows = []
+    for label, B, T, H, lens in SHAPES:
+        lens = lens_of(lens, 7, 8192)
+        d = inputs(B, sum(lens) if lens else T, H, lens, seed=7)
+        for ht in (False, True):
+            go, o, h = run_short(d, ht)
+            base = prefill(d, ht)
+            with torch.inference_mode():
+                go()
+                o_pre, h_pre = base()
+                torch.cuda.synchronize()
+                row = dict(shape=label, ht=ht, agree=rel_err(o.double(), o_pre.double()),
+                           agree_ht=rel_err(h.double(), h_pre.double()) if ht else None,
+                           nan=int(torch.isnan(o).sum()) + (int(torch.isnan(h).sum()) if ht else 0))
+                row["short ms"] = do_bench(go, warmup=10, rep=100, return_mode="median")
+                row["kda_prefill ms"] = do_bench(base, warmup=10, rep=100, return_mode="median")
+            moved = sum(d[n].numel() * d[n].element_size() for n in ("q", "k", "v", "g", "beta")) + o.numel() * 2
+            moved += h.numel() * 4 if ht else 0
+            row["floor ms"] = moved / 4.27e12 * 1e3
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            del o, h, o_pre, h_pre
+    print(f"{'shape':30s} {'state':>5s} {'short ms':>9s} {'kda_prefill':>11s} {'ratio':>6s} {'floor':>6s} {'agree':>8s}")
+    for r in rows:
+        print(f"{r['shape']:30s} {'ht' if r['ht'] else '-':>5s} {r['short ms']:9.3f} {r['kda_prefill ms']:11.3f} "
+              f"{r['short ms'] / r['kda_prefill ms']:6.3f} {r['floor ms']:6.3f} {r['agree']:8.1e}")
+
+
+if __name__ == "__main__":
+    main()
