@@ -676,7 +676,14 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     # that card (bench/two_consumers.py: does it still cross between 104 and 112 programs?)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then bash bench/device_round.sh round30c; fi
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+      bash bench/device_round.sh round30c
+      # session 32: K1 without its matrix work (lm, inverse, ab) and without its column stores, to
+      # split the H200's 0.39 ms between work and bytes (on the H100 colstore fell with its bytes)
+      R16=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED)")
+      K1_SHAPES="H96 1x8192 cu;H8 1x65536 cu" timeout 200 python bench/k1_round.py "$R16" "$R16,p=lm+inverse+ab" \
+        "$R16,p=colstore" "$R16,p=colstore+lm+inverse+ab" > "$OUT/k1_probes.log" 2>&1; tail -7 "$OUT/k1_probes.log"
+    fi
     timeout 240 python -u bench/two_consumers.py > "$OUT/two_consumers.log" 2>&1
     grep -E "Error|error" "$OUT/two_consumers.log" | head -3; grep -v '^{' "$OUT/two_consumers.log" | tail -25 ;;
   round32b)
