@@ -14,13 +14,16 @@ against the float64 recurrence on fresh random inputs, fixed batches with T <= 1
 batches of 0-16 tokens (empty and one-token sequences among them). Then, on each timing shape
 and in both modes, kda_prefill's outputs against ours (its default path: no state, or the fp32
 final state out) and both times (triton do_bench medians, same process, same inputs), with the
-bytes the short kernel must move at 4.27 TB/s. One JSON row a shape and mode, a table last.
+bytes the short kernel must move at 4.27 TB/s, and the released K1 alone on the same inputs (the
+short kernel is K1's work plus two small products, minus the workspace's stores). One JSON row a
+shape and mode, a table last.
 """
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
@@ -130,16 +133,22 @@ def main():
                            nan=int(torch.isnan(o).sum()) + (int(torch.isnan(h).sum()) if ht else 0))
                 row["short ms"] = do_bench(go, warmup=10, rep=100, return_mode="median")
                 row["kda_prefill ms"] = do_bench(base, warmup=10, rep=100, return_mode="median")
+                if not ht:
+                    import k1_round
+                    k1, _ = k1_round.run_k1(k1_round.RELEASED, d)
+                    row["K1 alone ms"] = do_bench(k1, warmup=10, rep=100, return_mode="median")
             moved = sum(d[n].numel() * d[n].element_size() for n in ("q", "k", "v", "g", "beta")) + o.numel() * 2
             moved += h.numel() * 4 if ht else 0
             row["floor ms"] = moved / 4.27e12 * 1e3
             rows.append(row)
             print(json.dumps(row), flush=True)
             del o, h, o_pre, h_pre
-    print(f"{'shape':30s} {'state':>5s} {'short ms':>9s} {'kda_prefill':>11s} {'ratio':>6s} {'floor':>6s} {'agree':>8s}")
+    print(f"{'shape':30s} {'state':>5s} {'short ms':>9s} {'kda_prefill':>11s} {'ratio':>6s} {'K1 alone':>8s} "
+          f"{'floor':>6s} {'agree':>8s}")
     for r in rows:
+        k1 = f"{r['K1 alone ms']:8.3f}" if "K1 alone ms" in r else f"{'-':>8s}"
         print(f"{r['shape']:30s} {'ht' if r['ht'] else '-':>5s} {r['short ms']:9.3f} {r['kda_prefill ms']:11.3f} "
-              f"{r['short ms'] / r['kda_prefill ms']:6.3f} {r['floor ms']:6.3f} {r['agree']:8.1e}")
+              f"{r['short ms'] / r['kda_prefill ms']:6.3f} {k1} {r['floor ms']:6.3f} {r['agree']:8.1e}")
 
 
 if __name__ == "__main__":
