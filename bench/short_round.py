@@ -49,13 +49,15 @@ def kernel(cfg):
     return _K[cfg]
 
 
-def inputs(B, T, H, lens, seed):
+def inputs(B, T, H, lens, seed, HV=None):
+    """Random inputs; HV value heads (GVA: HV / H of them share a q, k head), H without it."""
+    HV = HV or H
     gen = torch.Generator(device="cuda").manual_seed(seed)
     bf = torch.bfloat16
     rn = lambda *s: torch.randn(*s, generator=gen, device="cuda")  # noqa: E731
-    d = dict(q=rn(B, T, H, 128).to(bf), k=rn(B, T, H, 128).to(bf), v=rn(B, T, H, 128).to(bf),
-             g=rn(B, T, H, 128).to(bf), beta=rn(B, T, H).to(bf),
-             A_log=torch.rand(H, generator=gen, device="cuda") * 2.77, dt_bias=0.1 * rn(H, 128))
+    d = dict(q=rn(B, T, H, 128).to(bf), k=rn(B, T, H, 128).to(bf), v=rn(B, T, HV, 128).to(bf),
+             g=rn(B, T, HV, 128).to(bf), beta=rn(B, T, HV).to(bf),
+             A_log=torch.rand(HV, generator=gen, device="cuda") * 2.77, dt_bias=0.1 * rn(HV, 128))
     d["cu"] = None if lens is None else torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(),
                                                      dtype=torch.int64, device="cuda")
     return d
@@ -84,7 +86,9 @@ def prefill(d, ht=False):
 
 CASES = [("fixed B=3 T=16 H=2", 3, 16, 2, None), ("fixed B=2 T=5 H=3", 2, 5, 3, None),
          ("fixed B=1 T=1 H=1", 1, 1, 1, None), ("fixed B=4 T=13 H=8", 4, 13, 8, None),
+         ("fixed B=3 T=11 H=2 HV=6 (GVA)", 3, 11, (2, 6), None),
          ("varlen [1,0,16,7,16,3] H=4", 1, None, 4, [1, 0, 16, 7, 16, 3]),
+         ("varlen [0,9,16,1,0] H=1 HV=4 (GVA)", 1, None, (1, 4), [0, 9, 16, 1, 0]),
          ("varlen 500x[0..16] H=2", 1, None, 2, "ragged")]
 SHAPES = [("H32 8192x16 cu", 1, None, 32, [16] * 8192), ("H32 8192x16", 8192, 16, 32, None),
           ("H32 ragged 8192x[0..16] cu", 1, None, 32, "ragged"), ("H8 4096x16 cu", 1, None, 8, [16] * 4096),
@@ -103,7 +107,8 @@ def main():
     for ht in (False, True):
         for i, (label, B, T, H, lens) in enumerate(CASES):
             lens = lens_of(lens, i)
-            d = inputs(B, sum(lens) if lens else T, H, lens, seed=100 + i)
+            H, HV = H if isinstance(H, tuple) else (H, H)
+            d = inputs(B, sum(lens) if lens else T, H, lens, seed=100 + i, HV=HV)
             go, o, h = run_short(d, ht)
             go()
             torch.cuda.synchronize()
