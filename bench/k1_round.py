@@ -82,13 +82,15 @@ def compiled(cfg):
     return _K[cfg]
 
 
-def inputs(B, T, H, lens, seed):
+def inputs(B, T, H, lens, seed, HV=None):
+    """Random inputs; HV value heads (GVA: HV / H of them share a q, k head), H without it."""
+    HV = HV or H
     gen = torch.Generator(device="cuda").manual_seed(seed)
     bf = torch.bfloat16
     rn = lambda *s: torch.randn(*s, generator=gen, device="cuda")  # noqa: E731
-    d = dict(q=rn(B, T, H, 128).to(bf), k=rn(B, T, H, 128).to(bf), v=rn(B, T, H, 128).to(bf),
-             g=rn(B, T, H, 128).to(bf), beta=rn(B, T, H).to(bf),
-             A_log=torch.rand(H, generator=gen, device="cuda") * 2.77, dt_bias=0.1 * rn(H, 128))
+    d = dict(q=rn(B, T, H, 128).to(bf), k=rn(B, T, H, 128).to(bf), v=rn(B, T, HV, 128).to(bf),
+             g=rn(B, T, HV, 128).to(bf), beta=rn(B, T, HV).to(bf),
+             A_log=torch.rand(HV, generator=gen, device="cuda") * 2.77, dt_bias=0.1 * rn(HV, 128))
     d["cu"] = None if lens is None else torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int64,
                                                      device="cuda")
     return d

@@ -27,40 +27,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
-from kda_kernels import registry  # noqa: E402
+import k1_round  # noqa: E402
 from kda_kernels.configs import K1Config  # noqa: E402
 from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
-from kda_tile import _launch  # noqa: E402
-
-TARGET = {"kind": "cuda", "arch": "sm_90a"}
-_K = {}
 
 
 def config(varlen, ht=False):
     return K1Config(varlen=varlen, short_out=True, short_ht=ht, mqk_diag=True, rsqrt_nr=True, early_loads=True,
                     lean_prologue=True)
-
-
-def kernel(cfg):
-    if cfg not in _K:
-        import tilelang
-        from kda_kernels.k1_prepare import build_k1
-        _K[cfg] = tilelang.compile(build_k1(cfg), target=TARGET, pass_configs=cfg.pass_configs())
-    return _K[cfg]
-
-
-def inputs(B, T, H, lens, seed, HV=None):
-    """Random inputs; HV value heads (GVA: HV / H of them share a q, k head), H without it."""
-    HV = HV or H
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    bf = torch.bfloat16
-    rn = lambda *s: torch.randn(*s, generator=gen, device="cuda")  # noqa: E731
-    d = dict(q=rn(B, T, H, 128).to(bf), k=rn(B, T, H, 128).to(bf), v=rn(B, T, HV, 128).to(bf),
-             g=rn(B, T, HV, 128).to(bf), beta=rn(B, T, HV).to(bf),
-             A_log=torch.rand(HV, generator=gen, device="cuda") * 2.77, dt_bias=0.1 * rn(HV, 128))
-    d["cu"] = None if lens is None else torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(),
-                                                     dtype=torch.int64, device="cuda")
-    return d
 
 
 def run_short(d, ht=False):
@@ -70,9 +44,8 @@ def run_short(d, ht=False):
     B, T, HV, V = d["v"].shape
     N = B if d["cu"] is None else d["cu"].numel() - 1
     h = torch.full((N, HV, V, 128), float("nan"), device="cuda") if ht else None
-    named = dict(d, cu_seqlens=d["cu"], lower_bound=-5.0, scale=128 ** -0.5, o=o, ht=h)
-    args = [named[n] for n in _launch.param_names(registry.Build("k1", cfg))]
-    kern = kernel(cfg)
+    args = k1_round.args_for(cfg, dict(d, cu_seqlens=d["cu"], lower_bound=-5.0, scale=128 ** -0.5, o=o, ht=h))
+    kern = k1_round.compiled(cfg)
     return (lambda: kern(*args)), o, h
 
 
@@ -108,7 +81,7 @@ def main():
         for i, (label, B, T, H, lens) in enumerate(CASES):
             lens = lens_of(lens, i)
             H, HV = H if isinstance(H, tuple) else (H, H)
-            d = inputs(B, sum(lens) if lens else T, H, lens, seed=100 + i, HV=HV)
+            d = k1_round.inputs(B, sum(lens) if lens else T, H, lens, seed=100 + i, HV=HV)
             go, o, h = run_short(d, ht)
             go()
             torch.cuda.synchronize()
@@ -125,7 +98,7 @@ def main():
     rows = []
     for label, B, T, H, lens in SHAPES:
         lens = lens_of(lens, 7, 8192)
-        d = inputs(B, sum(lens) if lens else T, H, lens, seed=7)
+        d = k1_round.inputs(B, sum(lens) if lens else T, H, lens, seed=7)
         for ht in (False, True):
             go, o, h = run_short(d, ht)
             base = prefill(d, ht)
@@ -139,7 +112,6 @@ def main():
                 row["short ms"] = do_bench(go, warmup=10, rep=100, return_mode="median")
                 row["kda_prefill ms"] = do_bench(base, warmup=10, rep=100, return_mode="median")
                 if not ht:
-                    import k1_round
                     k1, _ = k1_round.run_k1(k1_round.RELEASED, d)
                     row["K1 alone ms"] = do_bench(k1, warmup=10, rep=100, return_mode="median")
             moved = sum(d[n].numel() * d[n].element_size() for n in ("q", "k", "v", "g", "beta")) + o.numel() * 2
