@@ -204,6 +204,20 @@ def _chunk_prepare(q, k, g, beta):
     return kd, qd, kr, torch.exp(GC.squeeze(-2)), L, A, Mqk
 
 
+def _chunk_rows(tk, C):
+    """(chunk count, row index [N, chunks, C] with the dummy row past each sequence's end, and
+    take(x, c): chunk c of every sequence's rows of x as [N * H, C, ...])."""
+    N, H = tk.N, tk.H
+    n_chunks = -(-tk.max_len // C)
+    pos = torch.arange(n_chunks * C, device=tk.lens.device, dtype=torch.int64)
+    idx = torch.where(pos < tk.lens[:, None], tk.starts[:, None] + pos, tk.dummy).reshape(N, n_chunks, C)
+
+    def take(x, c):
+        rows = x.index_select(0, idx[:, c].reshape(-1))  # [N*C, H, ...]
+        return rows.reshape(N, C, H, *x.shape[2:]).transpose(1, 2).reshape(N * H, C, *x.shape[2:])
+    return n_chunks, idx, take
+
+
 def kda_chunked(q, k, v, g, beta, *, gate_kind="safe", A_log=None, dt_bias=None, lower_bound=-5.0,
                 scale=None, initial_state=None, output_final_state=False, cu_seqlens=None,
                 use_qk_l2norm=True, use_beta_sigmoid=True, chunk=CHUNK):
@@ -216,13 +230,7 @@ def kda_chunked(q, k, v, g, beta, *, gate_kind="safe", A_log=None, dt_bias=None,
     dev = q.device
     S = _initial_state(initial_state, N, H, K, V, dev)
     o = torch.zeros(tk.dummy + 1, H, V, dtype=F64, device=dev)
-    n_chunks = -(-tk.max_len // C)
-    pos = torch.arange(n_chunks * C, device=dev, dtype=torch.int64)
-    idx = torch.where(pos < tk.lens[:, None], tk.starts[:, None] + pos, tk.dummy).reshape(N, n_chunks, C)
-
-    def take(x, c):
-        rows = x.index_select(0, idx[:, c].reshape(-1))  # [N*C, H, ...]
-        return rows.reshape(N, C, H, *x.shape[2:]).transpose(1, 2).reshape(N * H, C, *x.shape[2:])
+    n_chunks, idx, take = _chunk_rows(tk, C)
 
     for c in range(n_chunks):
         b_c = take(tk.beta, c)
@@ -260,13 +268,7 @@ def kda_pairwise(q, k, v, g, beta, *, gate_kind="safe", A_log=None, dt_bias=None
     dev = q.device
     S0 = None if initial_state is None else _initial_state(initial_state, N, H, K, V, dev)
     o = torch.zeros(tk.dummy + 1, H, V, dtype=F64, device=dev)
-    n_chunks = -(-tk.max_len // C)
-    pos = torch.arange(n_chunks * C, device=dev, dtype=torch.int64)
-    idx = torch.where(pos < tk.lens[:, None], tk.starts[:, None] + pos, tk.dummy).reshape(N, n_chunks, C)
-
-    def take(x, c):
-        rows = x.index_select(0, idx[:, c].reshape(-1))
-        return rows.reshape(N, C, H, *x.shape[2:]).transpose(1, 2).reshape(N * H, C, *x.shape[2:])
+    n_chunks, idx, take = _chunk_rows(tk, C)
 
     prep = []
     for c in range(n_chunks):
