@@ -113,6 +113,14 @@ SPP8_MIN_PROGRAMS = 1024
 # race query of spp8's loader ring takes 39-67 M Z3 units; spp4's largest takes 16.7 M alone and
 # exhausts the default 20 M in both strategies in some worker orders (session 27, verify 2.14.0).
 SPP_RLIMIT = 100_000_000
+# ... and of the fixed short_out builds (K1Config.short_out), whose bounds queries reach ~23 M
+SHORT_FIXED_RLIMIT = 200_000_000
+
+# The short form (K1Config.short_out, registry stage "k1_short") serves a call whose sequences all
+# have at most SHORT_TOKENS tokens and that passes no initial state: one kernel and no workspace,
+# in place of K1 and K2 at every such shape (bench/NOTES.md, session 33). kda_prefill knows the
+# lengths without a sync from a fixed batch's T, or from a varlen call's max_seqlen argument.
+SHORT_TOKENS = CHUNK
 
 
 def _programs(N: int, HV: int, spp: int) -> int:
@@ -304,6 +312,9 @@ class K1Config:
     # short_out also writes the fp32 final state S^T = U0^T kr ([N, HV, V, K]; zeros for an empty
     # sequence): the serving prefill of fresh prompts
     short_ht: bool = False
+    # verify's resource limit for every query of this build (0: verify's default); the fixed
+    # short_out builds' bounds queries reach ~23 M units
+    verify_rlimit: int = 0
 
     @property
     def name(self) -> str:
@@ -328,8 +339,9 @@ class K1Config:
         return {"tl.enable_fast_math": self.fast_math}
 
     def derived_vars(self) -> dict[str, str]:
-        """Shape variables that no input tensor fixes, as expressions of those that do."""
-        return slot_vars(self.varlen, self.chunk)
+        """Shape variables that no input tensor fixes, as expressions of those that do (short_out:
+        none, it writes no workspace)."""
+        return {} if self.short_out else slot_vars(self.varlen, self.chunk)
 
     def scalar_preconditions(self) -> list[str]:
         """Ranges of the scalar parameters. lower_bound >= -5 keeps 2^(+-G) inside bf16 over 16
@@ -340,7 +352,9 @@ class K1Config:
         # GVA: H query/key heads, HV value heads (HV = H without it), each group of HV / H
         # value heads shares one q, k head.
         pre = ["B >= 1", "T >= 1", "H >= 1", "HV >= H", "HV <= 256", "HV % H == 0", "B * T * HV <= 2**23"]
-        pre += [f"NC == {self.derived_vars()['NC']}"]
+        pre += [f"{v} == {e}" for v, e in self.derived_vars().items()]
+        if self.short_out and not self.varlen:
+            pre += [f"T <= {self.chunk}"]   # a program writes its row's first chunk
         if self.varlen:
             pre += ["B == 1", "N1 >= 2", "N1 <= 2**20 + 1"]
         return pre

@@ -33,6 +33,8 @@ import tilelang.language as T
 from . import _math, _tir
 from .configs import CHUNK, SEARCH_STEPS, K1Config  # noqa: F401  (re-exported)
 
+NAN = T.float32(float("nan"))
+
 
 def build_k1(cfg: K1Config):
     K = cfg.head_dim
@@ -76,6 +78,10 @@ def build_k1(cfg: K1Config):
 
     def pow2(x, fast):
         return _math.ex2(x, fast or cfg.ftz)
+
+    def nan_if(spill, x):
+        """x, or NaN where a short program's sequence spills past its chunk (spill > 0)"""
+        return x if spill is None else T.if_then_else(spill > 0, NAN, x)
 
     B = T.dynamic("B")
     Tn = T.dynamic("T")
@@ -399,7 +405,7 @@ def build_k1(cfg: K1Config):
             if short_varlen:
                 # program bc: sequence bc's first chunk
                 t0_all = T.alloc_var("int32", init=_math.token_index(cu_seqlens[bc], Tn))
-                eos_all = T.max(_math.token_index(cu_seqlens[bc + 1], Tn), t0_all)
+                eos_all = T.alloc_var("int32", init=T.max(_math.token_index(cu_seqlens[bc + 1], Tn), t0_all))
                 len_all = T.alloc_var("int32", init=T.min(eos_all - t0_all, C))
                 if not short_ht:
                     # (with the final state an empty sequence runs through: every row is zero,
@@ -726,9 +732,20 @@ def build_k1(cfg: K1Config):
                 for r, j in T.Parallel(R, C):
                     Ab_s[r, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
                 T.gemm(Ab_s, v_s, WU, clear_accum=True)
+                # varlen: a sequence longer than one chunk breaks the caller's max_seqlen; its rows
+                # and state become NaN rather than a wrong answer
+                spill = T.alloc_var("int32", init=eos_all - t0_all - C) if short_varlen else None
+
                 for r, e in T.Parallel(R, V):
                     if r < len_all and t0_all + r >= 0 and t0_all + r < Tn and b_all >= 0 and b_all < B:
-                        o[b_all, t0_all + r, hv, e] = T.Cast(cfg.in_dtype, WU[r, e])
+                        o[b_all, t0_all + r, hv, e] = T.Cast(cfg.in_dtype, nan_if(spill, WU[r, e]))
+                if short_varlen:
+                    if spill > 0:
+                        for blk in T.serial(T.ceildiv(spill, R)):
+                            for r, e in T.Parallel(R, V):
+                                t = t0_all + C + blk * R + r
+                                if t < eos_all and t >= 0 and t < Tn:
+                                    o[0, t, hv, e] = T.Cast(cfg.in_dtype, NAN)
                 if short_ht:
                     # S^T = U0^T kr, 32 columns of K at a time (a V x 32 fp32 fragment)
                     n_seq = bc if cfg.varlen else b_all
@@ -736,7 +753,7 @@ def build_k1(cfg: K1Config):
                         T.gemm(v_s, kdh_s[0:R, kb * 32:(kb + 1) * 32], Sf, transpose_A=True, clear_accum=True)
                         for e, j in T.Parallel(V, 32):
                             if n_seq >= 0 and n_seq < NH:
-                                ht[n_seq, hv, e, kb * 32 + j] = Sf[e, j]
+                                ht[n_seq, hv, e, kb * 32 + j] = nan_if(spill, Sf[e, j])
             elif "ab" not in skip:
                 if split_k:
                     ab_product(Abb_s, k_s, wk_s, WU, Wk, slot_len, bc, hv)

@@ -19,7 +19,7 @@ import itertools
 from dataclasses import asdict, dataclass
 from typing import Union
 
-from .configs import SPP_RLIMIT, SPPS, DecodeConfig, K1Config, K2Config, OrderConfig, ScanConfig, split_pass
+from .configs import SHORT_FIXED_RLIMIT, SPP_RLIMIT, SPPS, DecodeConfig, K1Config, K2Config, OrderConfig, ScanConfig, split_pass
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
@@ -28,6 +28,8 @@ KernelConfig = Union[K1Config, K2Config, ScanConfig, OrderConfig, DecodeConfig]
 # stage -> "module:function" of the factory that turns the stage's config into a PrimFunc
 FACTORIES = {
     "k1": "kda_kernels.k1_prepare:build_k1",
+    # sequences of at most one chunk: K1's work and o = Mqk (Ab v), no workspace, no K2
+    "k1_short": "kda_kernels.k1_prepare:build_k1",
     "k2": "kda_kernels.k2_recurrence:build_k2",
     # the sequence split (issue 9): pass A, the scan, pass C
     "k2_map": "kda_kernels.k2_recurrence:build_k2",
@@ -41,7 +43,7 @@ FACTORIES = {
 
 @dataclass(frozen=True)
 class Build:
-    stage: str  # "k1", "k2", "k2_map", "k2_scan", "k2_seg", "k2_order" or "decode"
+    stage: str  # "k1", "k1_short", "k2", "k2_map", "k2_scan", "k2_seg", "k2_order" or "decode"
     config: KernelConfig
 
     @property
@@ -129,6 +131,15 @@ def _released() -> tuple[Build, ...]:
     for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final, u0_in_k2=True,
                                            chunk=32, consumers=2, min_blocks=1)))
+    # Sequences of at most 16 tokens and no initial state (configs.use_short): one kernel, K1's
+    # accurate 16-token form that reads v and writes o = Mqk (Ab v) (and the fp32 final state
+    # U0^T kr) instead of the workspace; a program a (sequence, value head). Issue 9's H32 8192 x 16
+    # row moves ~1.3 KB a token and head instead of ~3 (bench/NOTES.md, sessions 32-33). fast_math
+    # calls take these too: the short form's transcendental work is K1's column pass alone.
+    for varlen, out_final in itertools.product((False, True), (False, True)):
+        builds.append(Build("k1_short", K1Config(varlen=varlen, short_out=True, short_ht=out_final, rsqrt_nr=True,
+                                                 early_loads=True, lean_prologue=True,
+                                                 verify_rlimit=0 if varlen else SHORT_FIXED_RLIMIT)))
     # The sequence split: K1, then pass A, the scan (which reads the initial state and writes the
     # final state) and pass C in place of K2. Varlen only: kda_prefill passes a fixed batch to it
     # as B sequences of T tokens.
