@@ -300,7 +300,8 @@ def released_splits():
 
 def released_entries():
     """Every released entry as a tuple of builds: the (K1, K2) pairs, the splits, the longest-first
-    triples, then each decode build."""
+    triples, each short-form build, then each decode build."""
     from kda_kernels import registry
     return ([tuple(p) for p in released_pairs()] + released_splits() + released_longest_first()
+            + [(b,) for b in registry.RELEASED if b.stage == "k1_short"]
             + [(b,) for b in registry.RELEASED if b.stage == "decode"])

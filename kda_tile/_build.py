@@ -114,12 +114,13 @@ def build(jobs: int, entries: bool = True, verbose: bool = False) -> int:
     t1 = time.perf_counter()
     n_pairs, failed_entries = 0, 0
     if entries and not failed:
-        n_pairs = len(hc.released_entries())
-        n_split = len(hc.released_splits())
-        n_decode = n_pairs - len(hc.released_pairs()) - n_split
-        print(f"host entries: {n_pairs} released ({n_pairs - n_decode - n_split} (K1, K2) pairs, {n_split} "
-              f"sequence splits, {n_decode} decode builds)",
-              flush=True)
+        every = hc.released_entries()
+        n_pairs = len(every)
+        n_lf = len(hc.released_longest_first())
+        n_one = {stage: sum(1 for e in every if len(e) == 1 and e[0].stage == stage) for stage in ("k1_short", "decode")}
+        print(f"host entries: {n_pairs} released ({len(hc.released_pairs())} (K1, K2) pairs, "
+              f"{len(hc.released_splits())} sequence splits, {n_lf} longest-first, {n_one['k1_short']} short-form "
+              f"and {n_one['decode']} decode builds)", flush=True)
         failed_entries = _run(_entry_one, list(range(n_pairs)), jobs, verbose, _entry_line)
     t2 = time.perf_counter()
     msg = f"built {len(names) - failed}/{len(names)} kernels in {t1 - t0:.1f} s"
