@@ -29,7 +29,10 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
     configs.SPP_LONGEST_FIRST: (K1, the order, K2 one sequence a program through it); spp
     configs.TWO_CONSUMERS: K2 with two consumer warpgroups a program), or with `split`
     (K1, pass A, scan, pass C): the sequence split (configs.SPLIT_CHUNK-token chunks), where the
-    scan reads the initial state and writes the final state."""
+    scan reads the initial state and writes the final state. spp SHORT_FORM: (the short form,)
+    alone, for any fast_math (no initial state)."""
+    if spp == SHORT_FORM:
+        return (registry.find("k1_short", varlen=varlen, short_ht=output_final_state),)
     k1 = registry.find("k1", varlen=varlen, fast_math=fast_math, chunk=_configs.SPLIT_CHUNK if split else chunk)
     if split:
         return (k1, registry.find("k2_map", varlen=varlen),
@@ -44,6 +47,46 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
     k2 = registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state,
                        chunk=chunk, seqs_per_program=1 if two else spp, longest_first=False, consumers=2 if two else 1)
     return k1, k2
+
+
+# _plan's spp for the short form (configs.SHORT_TOKENS): one kernel, no K2
+SHORT_FORM = -3
+# False: no call takes the short form (KDA_TILE_SHORT=0 at import, or set_short(False))
+SHORT = _env_choice("KDA_TILE_SHORT", {"1": True, "0": False}) is not False
+
+
+def set_short(on: bool) -> None:
+    """The short form for every call it can serve (True, the default) or none (False)."""
+    global SHORT
+    _require_bool("on", on)
+    SHORT = on
+
+
+def takes_short(q, cu_seqlens, initial_state, max_seqlen) -> bool:
+    """Whether a call takes the short form: no initial state, and every sequence at most
+    configs.SHORT_TOKENS tokens by the shapes alone (a fixed batch's T) or by the caller's
+    max_seqlen (varlen). No sync. Off under any FORCE_* setting and with SHORT False."""
+    if not SHORT or initial_state is not None or FORCE_SPLIT is not None or FORCE_CHUNK is not None \
+            or FORCE_SPP is not None or LONGEST_FIRST is True:
+        return False
+    if cu_seqlens is None:
+        try:
+            return 1 <= q.shape[1] <= _configs.SHORT_TOKENS
+        except (AttributeError, IndexError, TypeError):
+            return False
+    return max_seqlen is not None and max_seqlen <= _configs.SHORT_TOKENS
+
+
+def _check_max_seqlen(max_seqlen, q, cu_seqlens):
+    """max_seqlen: None or an int >= 0; with a fixed batch, at least its T (a varlen call's is
+    the caller's promise: a longer sequence's o rows and state come back NaN from the short form)."""
+    if max_seqlen is None:
+        return
+    if not isinstance(max_seqlen, int) or isinstance(max_seqlen, bool) or max_seqlen < 0:
+        raise ValueError(f"max_seqlen: expected None or an int >= 0, got {max_seqlen!r}")
+    if cu_seqlens is None and isinstance(q, torch.Tensor) and q.dim() >= 2 and max_seqlen < q.shape[1]:
+        raise ValueError(f"max_seqlen: expected at least T = {q.shape[1]} (q.shape[1]) for a fixed batch, "
+                         f"got {max_seqlen}")
 
 
 def _by_shape(q, v, cu_seqlens, memo, rule, default):
@@ -387,11 +430,15 @@ def _prepare(initial_state, output_final_state, cu_seqlens, fast_math, split=Fal
 
 
 def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None, initial_state=None,
-                 output_final_state=False, cu_seqlens=None, fast_math=False, device=None, validate="fast"):
-    """Runs every check kda_prefill runs, launching nothing: the release gate of both builds,
+                 output_final_state=False, cu_seqlens=None, fast_math=False, device=None, validate="fast",
+                 max_seqlen=None):
+    """Runs every check kda_prefill runs, launching nothing: the release gate of its builds,
     then the generated entry's argument checks. `device` names the device the tensors must
     share (default: a CUDA device), so the rules can be exercised on the CPU."""
-    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, *_entry_plan(q, v, cu_seqlens))
+    _check_max_seqlen(max_seqlen, q, cu_seqlens)
+    plan = ((False, 16, SHORT_FORM) if takes_short(q, cu_seqlens, initial_state, max_seqlen)
+            else _entry_plan(q, v, cu_seqlens))
+    builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, *plan)
     kw = _expect_device(device)
     entry = _gated_entry(*builds)
     return entry.validate_only(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, initial_state, lower_bound, scale,
@@ -407,7 +454,7 @@ _grad_enabled = torch.is_grad_enabled
 
 def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None,
                 initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False,
-                out=None, final_state_out=None):
+                out=None, final_state_out=None, max_seqlen=None):
     """KDA forward with the safe gate, in-kernel q/k L2 norm and beta sigmoid.
 
     q, k: [B, T, H, 128] bf16; v: [B, T, HV, 128] bf16; g: [B, T, HV, 128] bf16;
@@ -421,6 +468,12 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
     checked like the inputs (shape, dtype, device, strides, alignment, no overlap with any input);
     final_state_out needs output_final_state=True.
 
+    max_seqlen: optional, the longest sequence of a varlen call as the caller knows it on the
+    host (serving engines hold it). With every sequence at most 16 tokens and no initial state
+    the call runs as one kernel (the short form, configs.SHORT_TOKENS); a fixed batch with
+    T <= 16 does so without it. It is a promise: a longer sequence gets NaN in its o rows and
+    final state there. With a fixed batch it must be at least T.
+
     Under torch.compile the call is recorded as the custom op torch.ops.kda_tile.prefill
     (kda_tile.ops), with a fake implementation from the same shape rules.
     """
@@ -429,7 +482,8 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
             raise ValueError("out, final_state_out: not supported under torch.compile (the op returns fresh outputs)")
         from . import ops  # noqa: F401  (registers the op)
         o, ht = torch.ops.kda_tile.prefill(q, k, v, g, beta, A_log, dt_bias, float(lower_bound), scale,
-                                           initial_state, bool(output_final_state), cu_seqlens, bool(fast_math))
+                                           initial_state, bool(output_final_state), cu_seqlens, bool(fast_math),
+                                           max_seqlen)
         return o, (ht if output_final_state else None)
     if fast_math is not True and fast_math is not False:
         _require_bool("fast_math", fast_math)
@@ -437,12 +491,16 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
         _require_bool("output_final_state", output_final_state)
     if _grad_enabled() and _may_require_grad(q, k, v, g, beta, A_log, dt_bias, initial_state):
         _no_grad_inputs(_TENSOR_ARGS, (q, k, v, g, beta, A_log, dt_bias, initial_state), "kda_tile has no backward yet")
+    if max_seqlen is not None:
+        _check_max_seqlen(max_seqlen, q, cu_seqlens)
     try:  # fewer elements than _RULES_MIN_TOKENS rows of 128 (numel is cheaper than shape[1]), else _plan
-        short = (q.numel() < _RULES_MIN_ELEMS and FORCE_SPLIT is None and FORCE_CHUNK is None and FORCE_SPP is None
-                 and LONGEST_FIRST is not True)
+        tiny = (q.numel() < _RULES_MIN_ELEMS and FORCE_SPLIT is None and FORCE_CHUNK is None and FORCE_SPP is None
+                and LONGEST_FIRST is not True)
     except (AttributeError, TypeError):
-        short = False
-    if short:
+        tiny = False
+    if SHORT and initial_state is None and takes_short(q, cu_seqlens, initial_state, max_seqlen):
+        split, chunk, spp = False, 16, SHORT_FORM
+    elif tiny:
         split, chunk, spp = False, 16, 1
     else:
         split, chunk, spp = _plan(q, v, cu_seqlens)
@@ -515,14 +573,14 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
 
 def kda_prefill_eager(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None,
                       initial_state=None, output_final_state=False, cu_seqlens=None, fast_math=False,
-                      out=None, final_state_out=None):
+                      out=None, final_state_out=None, max_seqlen=None):
     """kda_prefill's eager path: what the custom op runs on CUDA, outside tracing, where
     kda_prefill's torch.compile hook is off."""
     if _is_compiling():
         raise RuntimeError("kda_prefill_eager: called while torch.compile traces; call kda_prefill there")
     return kda_prefill(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, scale=scale,
                        initial_state=initial_state, output_final_state=output_final_state, cu_seqlens=cu_seqlens,
-                       fast_math=fast_math, out=out, final_state_out=final_state_out)
+                       fast_math=fast_math, out=out, final_state_out=final_state_out, max_seqlen=max_seqlen)
 
 
 def _out_types(out, final_state_out):

@@ -96,9 +96,13 @@ def run(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=Fal
         initial_state = initial_state.transpose(-1, -2).contiguous()
     if cu_seqlens is not None and cu_seqlens.dtype != torch.int64:
         cu_seqlens = cu_seqlens.to(torch.int64)
+    max_seqlen = None
+    if cu_seqlens is not None and isinstance(cu_seqlens_cpu, torch.Tensor) and cu_seqlens_cpu.numel() >= 2:
+        # fla's host copy: the longest sequence without a sync (kda_prefill's short form)
+        max_seqlen = max(int((cu_seqlens_cpu[1:] - cu_seqlens_cpu[:-1]).max()), 0)
     o, ht = api.kda_prefill(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, lower_bound=float(lower_bound),
                             scale=scale, initial_state=initial_state, output_final_state=bool(output_final_state),
-                            cu_seqlens=cu_seqlens)
+                            cu_seqlens=cu_seqlens, max_seqlen=max_seqlen)
     if ht is not None and not state_v_first:
         ht = ht.transpose(-1, -2)
     return o, ht

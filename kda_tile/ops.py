@@ -26,25 +26,25 @@ def _final_state_spec(q, v, initial_state, output_final_state, cu_seqlens):
 def prefill(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
             A_log: torch.Tensor, dt_bias: torch.Tensor, lower_bound: float, scale: Optional[float],
             initial_state: Optional[torch.Tensor], output_final_state: bool, cu_seqlens: Optional[torch.Tensor],
-            fast_math: bool) -> tuple[torch.Tensor, torch.Tensor]:
+            fast_math: bool, max_seqlen: Optional[int] = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(o, final_state); final_state is an empty tensor when output_final_state is False."""
     from . import api
     o, ht = api.kda_prefill_eager(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound,
                                   scale=scale, initial_state=initial_state, output_final_state=output_final_state,
-                                  cu_seqlens=cu_seqlens, fast_math=fast_math)
+                                  cu_seqlens=cu_seqlens, fast_math=fast_math, max_seqlen=max_seqlen)
     return o, (ht if ht is not None else torch.empty(0, device=o.device))
 
 
 @prefill.register_fake
 def _(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state, cu_seqlens,
-      fast_math):
+      fast_math, max_seqlen=None):
     shape, dtype = _final_state_spec(q, v, initial_state, output_final_state, cu_seqlens)
     return q.new_empty(v.shape, dtype=v.dtype), q.new_empty(shape, dtype=dtype)
 
 
 @prefill.register_kernel("cpu")
 def _(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state, cu_seqlens,
-      fast_math):
+      fast_math, max_seqlen=None):
     from kda_kernels import reference
     o, ht = reference.kda_recurrent(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound,
                                     scale=scale, initial_state=initial_state,

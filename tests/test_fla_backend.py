@@ -47,9 +47,10 @@ def on_cpu(monkeypatch):
     calls = []
 
     def prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=None, initial_state=None,
-                output_final_state=False, cu_seqlens=None, fast_math=False):
+                output_final_state=False, cu_seqlens=None, fast_math=False, max_seqlen=None):
         assert initial_state is None or initial_state.is_contiguous()
-        calls.append(dict(h0_shape=None if initial_state is None else tuple(initial_state.shape)))
+        calls.append(dict(h0_shape=None if initial_state is None else tuple(initial_state.shape),
+                          max_seqlen=max_seqlen))
         o, ht = reference.kda_recurrent(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound,
                                         scale=scale, initial_state=initial_state,
                                         output_final_state=output_final_state, cu_seqlens=cu_seqlens)
@@ -101,6 +102,21 @@ def test_varlen_call_through_the_backend(on_cpu):
                                             initial_state=d["initial_state"], output_final_state=True,
                                             cu_seqlens=cu)
     assert reference.rel_err(o, o_ref) < 1e-12 and reference.rel_err(ht, ht_ref) < 1e-6  # ht comes back in fp32
+    assert on_cpu[0]["max_seqlen"] is None
+
+
+def test_cu_seqlens_cpu_gives_kda_tile_the_longest_sequence(on_cpu):
+    """fla's host copy of cu_seqlens becomes kda_prefill's max_seqlen (the short form's routing)."""
+    d = inputs(T=20, seed=5)
+    d["initial_state"] = torch.randn(4, H, K, K)
+    cu = torch.tensor([0, 7, 7, 16, 20])
+    with torch.no_grad():
+        o, _ = chunk_kda(**call_kwargs(d, cu_seqlens=cu, cu_seqlens_cpu=cu.clone()))
+    assert on_cpu[-1]["max_seqlen"] == 9
+    o_ref, _ = reference.kda_recurrent(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"],
+                                       dt_bias=d["dt_bias"].view(H, K), lower_bound=LB,
+                                       initial_state=d["initial_state"], output_final_state=True, cu_seqlens=cu)
+    assert reference.rel_err(o, o_ref) < 1e-12
 
 
 DECLINED = [

@@ -76,12 +76,16 @@ def _inputs(B, T, H, cu=None, seed=0, g_raw=None, dt_bias=None, qk_scale=(1.0, 1
     return inp
 
 
-def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False, split=None, chunked=False, spp=None):
+def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False, split=None, chunked=False, spp=None,
+               max_seqlen=None, short=None):
     """split: None, or whether kda_tile.api.use_split must choose the sequence split here; spp:
-    None, or the sequences a K2 program must walk here (kda_tile.api.spp_for)."""
+    None, or the sequences a K2 program must walk here (kda_tile.api.spp_for); short: None, or
+    whether the modes without an initial state must take the short form (kda_tile.api.takes_short)."""
     import kda_tile
     from kda_kernels.reference import rel_err
-    from kda_tile.api import spp_for, use_split
+    from kda_tile.api import spp_for, takes_short, use_split
+    if short is not None:
+        assert takes_short(inp["q"], cu, None, max_seqlen) == short, (case, short)
     if split is not None:
         assert use_split(inp["q"], inp["v"], cu) == split, (case, split)
     if spp is not None:
@@ -94,7 +98,8 @@ def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False, sp
         t0 = time.perf_counter()
         o, ht = kda_tile.kda_prefill(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], A_log=inp["A_log"],
                                      dt_bias=inp["dt_bias"], lower_bound=inp["lower_bound"], initial_state=s0,
-                                     output_final_state=out_final, cu_seqlens=cu, fast_math=fast_math)
+                                     output_final_state=out_final, cu_seqlens=cu, fast_math=fast_math,
+                                     max_seqlen=max_seqlen)
         torch.cuda.synchronize()
         wall = time.perf_counter() - t0
         o_ref, ht_ref = refs[h0_dtype]
@@ -108,7 +113,8 @@ def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False, sp
         nan = bool(torch.isnan(o).any()) or (ht is not None and bool(torch.isnan(ht).any()))
         RESULTS.append(dict(case=case, mode=MODE_IDS[mi], fast_math=fast_math, err_o=e_o, err_ht=e_h,
                             unwritten_or_nan=nan, seconds=round(wall, 4),
-                            split=use_split(inp["q"], inp["v"], cu), spp=spp_for(inp["q"], inp["v"], cu)))
+                            split=use_split(inp["q"], inp["v"], cu), spp=spp_for(inp["q"], inp["v"], cu),
+                            short=takes_short(inp["q"], cu, s0, max_seqlen)))
         if nan or not e_o <= TOL or (e_h is not None and not e_h <= TOL):
             failures.append(f"{case} {MODE_IDS[mi]}: err_o={e_o:.3e} err_ht={e_h} nan={nan}")
     _flush()
@@ -196,6 +202,74 @@ def test_many_sequences(N, H, most):
     cu = torch.cat([torch.zeros(1, dtype=torch.int64), lens.cumsum(0)]).cuda()
     inp = _inputs(1, int(lens.sum()), H, cu=cu, seed=N * H)
     _run_modes(f"many sequences N={N} H={H}", inp, cu, modes=[0, 4, 5], spp=_api_spp(N, int(lens.sum()), H))
+
+
+@pytest.mark.parametrize("B,T,H,HV", [(3, 16, 2, 2), (2, 5, 3, 3), (1, 1, 1, 1), (4, 13, 8, 8), (3, 11, 2, 6),
+                                      (64, 16, 32, 32), (7, 16, 1, 4)])
+def test_short_fixed(B, T, H, HV):
+    """The short form (fixed batches with T <= 16, no initial state; session 33): every state mode
+    (those with an initial state take K1 and K2), then fast_math, which takes the same builds."""
+    inp = _inputs(B, T, H, seed=71 + B * T + H, HV=HV)
+    _run_modes(f"short fixed B={B} T={T} H={H} HV={HV}", inp, None, short=True)
+    _run_modes(f"short fixed B={B} T={T} H={H} HV={HV} fast_math", inp, None, modes=[0, 3], fast_math=True,
+               short=True)
+
+
+def _ragged(n, most, seed, empty_every=8):
+    gen = torch.Generator().manual_seed(seed)
+    lens = torch.randint(1, most + 1, (n,), generator=gen)
+    lens[torch.randint(0, empty_every, (n,), generator=gen) == 0] = 0
+    return lens.tolist()
+
+
+@pytest.mark.parametrize("lens,H,HV,max_seqlen", [
+    ([1, 0, 16, 7, 16, 3], 4, 4, 16), ([0, 9, 16, 1, 0], 1, 4, 16), ([5, 9, 2], 2, 2, 9), ([0, 0, 1], 3, 3, 1),
+    ("ragged500", 2, 2, 16), ("ragged4096", 8, 8, 16), ("ragged8192", 32, 32, 16),
+], ids=["mixed_H4", "gva_H1_HV4", "max9", "one_token", "ragged500", "ragged4096_H8", "ragged8192_H32"])
+def test_short_varlen(lens, H, HV, max_seqlen):
+    """The short form of varlen calls (max_seqlen <= 16, no initial state): empty and one-token
+    sequences, GVA, thousands of sequences (one in eight empty); every state mode."""
+    if isinstance(lens, str):
+        n = int(lens[len("ragged"):])
+        lens = _ragged(n, 16, n + H)
+    cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
+    inp = _inputs(1, sum(lens), H, cu=cu, seed=79 + len(lens) + H, HV=HV)
+    modes = range(len(STATE_MODES)) if len(lens) <= 500 else [0, 3, 4]
+    _run_modes(f"short varlen n={len(lens)} H={H} HV={HV} max_seqlen={max_seqlen}", inp, cu, modes=modes,
+               max_seqlen=max_seqlen, short=True)
+
+
+def test_short_max_seqlen_broken():
+    """A varlen call whose max_seqlen understates a sequence: that sequence's o rows and final
+    state come back NaN, every other sequence's are right."""
+    import kda_tile
+    from kda_kernels import reference as R
+    from kda_kernels.reference import rel_err
+    lens = [3, 40, 16, 0, 20, 1]
+    cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
+    inp = _inputs(1, sum(lens), 2, cu=cu, seed=83)
+    o, ht = kda_tile.kda_prefill(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], A_log=inp["A_log"],
+                                 dt_bias=inp["dt_bias"], lower_bound=inp["lower_bound"], output_final_state=True,
+                                 cu_seqlens=cu, max_seqlen=16)
+    o_ref, ht_ref = R.kda_recurrent(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], gate_kind="safe",
+                                    A_log=inp["A_log"], dt_bias=inp["dt_bias"], lower_bound=inp["lower_bound"],
+                                    output_final_state=True, cu_seqlens=cu)
+    bounds = cu.tolist()
+    errs = []
+    for n, ln in enumerate(lens):
+        rows = slice(bounds[n], bounds[n + 1])
+        if ln > 16:
+            assert bool(torch.isnan(o[0, rows]).all()) and bool(torch.isnan(ht[n]).all()), (n, ln)
+        else:
+            assert not bool(torch.isnan(o[0, rows]).any()) and not bool(torch.isnan(ht[n]).any()), (n, ln)
+            errs.append(rel_err(ht[n], ht_ref[n]))
+            if ln:
+                errs.append(rel_err(o[0, rows], o_ref[0, rows]))
+    RESULTS.append(dict(case=f"short varlen {lens} max_seqlen=16 (broken)", mode="out-f32", fast_math=False,
+                        err_o=max(errs), err_ht=None, unwritten_or_nan=False, seconds=None, split=False, spp=1,
+                        short=True))
+    _flush()
+    assert max(errs) <= TOL, errs
 
 
 def _api_spp(N, T, H):

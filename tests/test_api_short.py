@@ -1,0 +1,150 @@
+"""The short form's routing (session 33): kda_prefill serves a call whose sequences all have at
+most configs.SHORT_TOKENS tokens and no initial state with the one-kernel k1_short builds, known
+without a sync (a fixed batch's T, a varlen call's max_seqlen), and checks max_seqlen. CPU only:
+the entry is replaced by a recorder, or the entry's checks run on CPU tensors."""
+import pytest
+import torch
+
+from host_codegen import released_entries, released_pairs
+from kda_kernels import configs, registry
+from kda_tile import api, gate
+
+bf = torch.bfloat16
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    calls = []
+
+    def fake_entry(*builds):
+        def call(*a):
+            calls.append(builds)
+            return "o", None
+        return call
+    monkeypatch.setattr(api, "_entry", fake_entry)
+    monkeypatch.setattr(api, "_ENTRIES", {})
+    return calls
+
+
+def _call(B, T, H=2, lens=None, h0=False, **kw):
+    x = torch.randn(B, T, H, 128).to(bf)
+    extra = dict(A_log=torch.zeros(H), dt_bias=torch.zeros(H, 128))
+    if lens is not None:
+        extra["cu_seqlens"] = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int64)
+    if h0:
+        n = B if lens is None else len(lens)
+        extra["initial_state"] = torch.zeros(n, H, 128, 128)
+    return (x, x, x, x, torch.randn(B, T, H).to(bf)), {**extra, **kw}
+
+
+def _stages(call):
+    return tuple(b.stage for b in call)
+
+
+def test_four_short_builds_released_with_their_own_entries():
+    short = [b for b in registry.RELEASED if b.stage == "k1_short"]
+    assert sorted((b.config.varlen, b.config.short_ht) for b in short) == [(False, False), (False, True),
+                                                                          (True, False), (True, True)]
+    for b in short:
+        c = b.config
+        assert c.short_out and c.chunk == configs.SHORT_TOKENS and not c.fast_math and not c.u0_in_k2
+        assert c.verify_rlimit == (0 if c.varlen else configs.SHORT_FIXED_RLIMIT)
+        assert "T <= 16" in c.preconditions() if not c.varlen else all("T <=" not in p for p in c.preconditions())
+        assert not any("NC" in p for p in c.preconditions()) and c.derived_vars() == {}
+    assert [(b,) for b in short] == [e for e in released_entries() if e[0].stage == "k1_short"]
+    assert not any(b.stage == "k1_short" for p in released_pairs() for b in p)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+@pytest.mark.parametrize("ht", [False, True])
+def test_fixed_batches_of_at_most_16_tokens_take_the_short_form(recorder, ht, fast):
+    for T in (1, 5, 16):
+        a, kw = _call(3, T)
+        api.kda_prefill(*a, output_final_state=ht, fast_math=fast, **kw)
+        (b,) = recorder[-1]
+        assert b.stage == "k1_short" and not b.config.varlen and b.config.short_ht == ht
+    a, kw = _call(3, 17)
+    api.kda_prefill(*a, output_final_state=ht, fast_math=fast, **kw)
+    assert _stages(recorder[-1])[0] == "k1" and len(recorder[-1]) >= 2
+    a, kw = _call(3, 16, h0=True)   # an initial state: K1 and K2
+    api.kda_prefill(*a, output_final_state=ht, fast_math=fast, **kw)
+    assert _stages(recorder[-1])[0] == "k1"
+
+
+def test_varlen_calls_take_it_only_with_max_seqlen(recorder):
+    lens = [3, 0, 16, 1]
+    a, kw = _call(1, sum(lens), lens=lens)
+    api.kda_prefill(*a, **kw)
+    assert _stages(recorder[-1])[0] == "k1"
+    api.kda_prefill(*a, max_seqlen=16, **kw)
+    assert _stages(recorder[-1]) == ("k1_short",) and recorder[-1][0].config.varlen
+    api.kda_prefill(*a, max_seqlen=17, **kw)
+    assert _stages(recorder[-1])[0] == "k1"
+    a, kw = _call(1, sum(lens), lens=lens, h0=True)
+    api.kda_prefill(*a, max_seqlen=16, **kw)
+    assert _stages(recorder[-1])[0] == "k1"
+
+
+def test_forced_paths_and_the_switch_turn_it_off(recorder, monkeypatch):
+    a, kw = _call(2, 8)
+    monkeypatch.setattr(api, "FORCE_CHUNK", 32)
+    api.kda_prefill(*a, **kw)
+    assert recorder[-1][-1].config.chunk == 32
+    monkeypatch.setattr(api, "FORCE_CHUNK", None)
+    api.set_short(False)
+    try:
+        assert not api.takes_short(a[0], None, None, None)
+        api.kda_prefill(*a, **kw)
+        assert _stages(recorder[-1])[0] == "k1"
+    finally:
+        api.set_short(True)
+    assert api.takes_short(a[0], None, None, None)
+    with pytest.raises(TypeError, match=r"^on: expected a bool, got int 1$"):
+        api.set_short(1)
+
+
+@pytest.mark.parametrize("bad,msg", [
+    (-1, r"^max_seqlen: expected None or an int >= 0, got -1$"),
+    (True, r"^max_seqlen: expected None or an int >= 0, got True$"),
+    (16.0, r"^max_seqlen: expected None or an int >= 0, got 16.0$"),
+    (torch.tensor(16), r"^max_seqlen: expected None or an int >= 0, got tensor\(16\)$"),
+])
+def test_bad_max_seqlen_is_named(recorder, bad, msg):
+    lens = [3, 5]
+    a, kw = _call(1, 8, lens=lens)
+    with pytest.raises(ValueError, match=msg):
+        api.kda_prefill(*a, max_seqlen=bad, **kw)
+    assert not recorder
+
+
+def test_max_seqlen_below_a_fixed_batchs_T_is_an_error(recorder):
+    a, kw = _call(2, 40)
+    with pytest.raises(ValueError, match=r"^max_seqlen: expected at least T = 40 \(q.shape\[1\]\) for a fixed "
+                                         r"batch, got 16$"):
+        api.kda_prefill(*a, max_seqlen=16, **kw)
+    api.kda_prefill(*a, max_seqlen=40, **kw)
+    assert _stages(recorder[-1])[0] == "k1"
+
+
+@pytest.fixture
+def _allow_unverified(monkeypatch):
+    monkeypatch.setattr(gate, "check", lambda build: "")
+    monkeypatch.setattr(gate, "check_artifact", lambda *a, **k: None)
+
+
+def test_the_short_entry_checks_its_arguments(_allow_unverified):
+    """check_inputs runs the short entry's IR-derived checks on CPU tensors."""
+    a, kw = _call(4, 16)
+    api.check_inputs(*a, device="cpu", output_final_state=True, **kw)
+    lens = [3, 0, 16]
+    a, kw = _call(1, 19, lens=lens)
+    api.check_inputs(*a, device="cpu", max_seqlen=16, **kw)
+    with pytest.raises(ValueError, match=r"^max_seqlen: expected None or an int >= 0, got -2$"):
+        api.check_inputs(*a, device="cpu", max_seqlen=-2, **kw)
+    # the fixed build's entry refuses rows longer than its chunk, whoever calls it
+    from host_codegen import get_entry
+    entry = get_entry(registry.find("k1_short", varlen=False, short_ht=False), backend="py")
+    x = torch.randn(2, 17, 2, 128).to(bf)
+    with pytest.raises(ValueError, match=r"^q: expected T <= 16, got T = 17$"):
+        entry.validate_only(x, x, x, x, torch.zeros(2, 17, 2).to(bf), torch.zeros(2), torch.zeros(2, 128), None,
+                            None, -5.0, None, expect_device="cpu")
