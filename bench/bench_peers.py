@@ -72,6 +72,7 @@ def make_inputs(H, lens, seed, HV=None):
         cu=torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int64, device="cuda"),
     )
     d["cu32"] = d["cu"].int()
+    d["cu_cpu"] = d["cu"].cpu()
     return d
 
 
@@ -85,20 +86,24 @@ def _fixed(d, lens):
     return f
 
 
-def ours(d, cu=True):
+def ours(d, cu=True, max_seqlen=None):
+    """max_seqlen: the longest sequence, as a serving engine knows it on the host (the short form
+    serves calls whose sequences all have at most 16 tokens)."""
     import kda_tile
     return kda_tile.kda_prefill(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"], dt_bias=d["dt_bias"],
                                 lower_bound=LOWER_BOUND, initial_state=d["h0"], output_final_state=WANT_HT,
-                                cu_seqlens=d["cu"] if cu else None)
+                                cu_seqlens=d["cu"] if cu else None, max_seqlen=max_seqlen)
 
 
-def fla(d, cu=True):
+def fla(d, cu=True, cu_cpu=False):
+    """cu_cpu: pass fla the host copy of cu_seqlens too (cu_seqlens_cpu: its chunk indices
+    without a device sync)."""
     from fla.ops.kda import chunk_kda
     return chunk_kda(q=d["q"], k=d["k"], v=d["v"], g=d["g"], beta=d["beta"], scale=128 ** -0.5,
                      initial_state=d["h0"], output_final_state=WANT_HT, use_gate_in_kernel=True,
                      use_qk_l2norm_in_kernel=True, use_beta_sigmoid_in_kernel=True, safe_gate=True,
                      A_log=d["A_log"], dt_bias=d["dt_bias"], lower_bound=LOWER_BOUND, state_v_first=True,
-                     cu_seqlens=d["cu"] if cu else None)
+                     cu_seqlens=d["cu"] if cu else None, cu_seqlens_cpu=d["cu_cpu"] if cu and cu_cpu else None)
 
 
 def cudnn_fe(d, cu_dtype=torch.int32, **kw):
@@ -122,8 +127,10 @@ def modes(d, lens):
     fd = _fixed(d, lens) if fixed else None
     libs = os.environ.get("BENCH_LIBS")  # e.g. "kda_tile,cudnn_fe": the others are not run (say so in the notes)
     out = {
-        "kda_tile": [("cu_seqlens", lambda: ours(d))] + ([("batched", lambda: ours(fd, cu=False))] if fixed else []),
-        "fla_triton": [("cu_seqlens", lambda: fla(d))] + ([("batched", lambda: fla(fd, cu=False))] if fixed else []),
+        "kda_tile": [("cu_seqlens", lambda: ours(d)), ("cu_seqlens, max_seqlen", lambda: ours(d, max_seqlen=max(lens)))]
+        + ([("batched", lambda: ours(fd, cu=False))] if fixed else []),
+        "fla_triton": [("cu_seqlens", lambda: fla(d)), ("cu_seqlens, cu_seqlens_cpu", lambda: fla(d, cu_cpu=True))]
+        + ([("batched", lambda: fla(fd, cu=False))] if fixed else []),
         "cudnn_fe": [("cu_seqlens int32", lambda: cudnn_fe(d)), ("cu_seqlens int64", lambda: cudnn_fe(d, torch.int64)),
                      ("cu_seqlens int32, batch_invariant", lambda: cudnn_fe(d, batch_invariant=True))],
     }

@@ -44,7 +44,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
-#   source .devbundle/activate.sh && bash bench/device_round.sh round33a # prepared in session 32: one-chunk sequences as one kernel (short_out), JIT, against kda_prefill (~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round33a # sessions 32-33: the short form, JIT against the two-kernel path, then released: its GPU tests (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round33c # session 33: issue 9's many-sequence rows with the peers, no state and final state (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round32c # session 32: K1 with an L2 prefetch one or two waves ahead, and without its column stores (JIT, ncu; ~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round32d # session 32: fla's integration at H96 1x8192 and the compile test (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round32a # prepared in session 31: K1 counters if on an H200, the two-consumer rule on that card (~5 min)
@@ -633,14 +634,27 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
       > "$OUT/k1_round.log" 2>&1
     grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -5 "$OUT/k1_round.log" ;;
   round33a)
-    # prepared in session 32: sequences of at most one chunk as one kernel (K1Config.short_out,
-    # JIT: o = Mqk (Ab v), no workspace, a program a sequence), checked against float64, then
-    # against kda_prefill (no state) on issue 9's 8192 x 16 row and four more; NOTES session 32
-    # has the prediction
+    # sessions 32-33: sequences of at most one chunk as one kernel (K1Config.short_out: o = Mqk
+    # (Ab v), no workspace, a program a sequence), JIT, checked against float64, then against
+    # kda_prefill's two-kernel path (KDA_TILE_SHORT=0) on issue 9's 8192 x 16 row and four more
+    # (NOTES session 32 has the prediction); then the released short form through the host entry:
+    # its GPU tests and the matrix's T = 16 rows (~6 min)
     nvidia-smi --query-gpu=name --format=csv,noheader
-    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    timeout 300 python -u bench/short_round.py > "$OUT/short_round.log" 2>&1
-    grep -E "Error|error" "$OUT/short_round.log" | head -3; tail -8 "$OUT/short_round.log" ;;
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    KDA_TILE_SHORT=0 timeout 240 python -u bench/short_round.py > "$OUT/short_round.log" 2>&1
+    grep -E "Error|error" "$OUT/short_round.log" | head -3; tail -12 "$OUT/short_round.log"
+    timeout 180 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k "short or (test_fixed and 16-)" -x \
+      -p no:cacheprovider 2>&1 | tail -4 ;;
+  round33c)
+    # session 33: issue 9's many-sequence rows (H32, 131072 tokens as 256 x 512, 2048 x 64, 8192 x 16)
+    # with the peers in one process (scaling.py), no state, then the final state out (~8 min)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    mkdir -p "$OUT/none" "$OUT/final"
+    BENCH_STATE=none timeout 200 python -u bench/scaling.py --only split --seqs 256,2048,8192 --out "$OUT/none" \
+      > "$OUT/none/scaling.log" 2>&1; tail -9 "$OUT/none/scaling.log" | grep "^|"
+    BENCH_STATE=final BENCH_LIBS=kda_tile,cudnn_fe timeout 180 python -u bench/scaling.py --only split --seqs 2048,8192 \
+      --out "$OUT/final" > "$OUT/final/scaling.log" 2>&1; tail -8 "$OUT/final/scaling.log" | grep "^|" ;;
   round32c)
     # session 32: K1 with an L2 prefetch of the q, k, g rows of the program one (pf) or two (pf2)
     # waves ahead in launch order (probe, JIT, checked against float64 first), 16- and 32-token,

@@ -4,7 +4,7 @@ same inputs (bench_peers.run_shape: every call mode of each library, each checke
 first; fp32 initial and final state, or as BENCH_STATE says: "final", no initial state and the
 final state out, as a serving prefill of fresh prompts calls it; "none", neither).
 
-    python bench/scaling.py [--out DIR] [--only split|long] [--plot-only FILE.jsonl]
+    python bench/scaling.py [--out DIR] [--only split|long] [--seqs 256,2048,8192] [--plot-only FILE.jsonl]
 
   split  H32, total T = 131072 as 1, 16, 256, 2048 and 8192 equal sequences
   long   H8, one sequence of T = 8K, 64K, 256K and 1M
@@ -109,6 +109,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT") or str(Path(__file__).parent / "results"))
     ap.add_argument("--only", choices=["split", "long"])
+    ap.add_argument("--seqs", default=None, help="only the rows of these sequence counts (comma-separated)")
     ap.add_argument("--plot-only", help="rows already measured (a scaling-rows.jsonl): report them")
     args = ap.parse_args()
     out = Path(args.out)
@@ -123,7 +124,10 @@ def main():
 
     import bench_peers
     rows = []
-    for i, (H, lens) in enumerate(shapes(args.only)):
+    todo = shapes(args.only)
+    if args.seqs:
+        todo = [(H, lens) for H, lens in todo if len(lens) in {int(x) for x in args.seqs.split(",")}]
+    for i, (H, lens) in enumerate(todo):
         row = bench_peers.run_shape(i, H, lens, do_bench)
         rows.append(row)
         print(json.dumps(row), flush=True)
