@@ -312,6 +312,11 @@ class K1Config:
     # short_out also writes the fp32 final state S^T = U0^T kr ([N, HV, V, K]; zeros for an empty
     # sequence): the serving prefill of fresh prompts
     short_ht: bool = False
+    # short_out over sequences of up to short_chunks chunks (> 1: the pairwise form, session 33,
+    # JIT only): chunk j's U_j = U0_j - (Wk_j krs^T) U_<j and o_j = Mqk_j U_j + (qd_j krs^T) U_<j,
+    # where krs holds the earlier chunks' kr rows decayed to chunk j's start (reference.kda_pairwise);
+    # krs and the U rows stay in shared memory, 8 KB a chunk of each, so no state and no workspace
+    short_chunks: int = 1
     # verify's resource limit for every query of this build (0: verify's default); the fixed
     # short_out builds' bounds queries reach ~23 M units
     verify_rlimit: int = 0
@@ -320,6 +325,7 @@ class K1Config:
     def name(self) -> str:
         return ("k1_prepare_" + ("varlen" if self.varlen else "fixed") + ("_fast" if self.fast_math else "")
                 + ("_short" if self.short_out else "") + ("_ht" if self.short_out and self.short_ht else "")
+                + (f"_n{self.short_chunks}" if self.short_out and self.short_chunks > 1 else "")
                 + ("_ds" if self.dyn_search and self.varlen else "")
                 + ("_skipholes" if self.skip_holes else "")
                 + (f"_mqk{self.mqk_split}" if self.mqk_split else "")
@@ -354,7 +360,7 @@ class K1Config:
         pre = ["B >= 1", "T >= 1", "H >= 1", "HV >= H", "HV <= 256", "HV % H == 0", "B * T * HV <= 2**23"]
         pre += [f"{v} == {e}" for v, e in self.derived_vars().items()]
         if self.short_out and not self.varlen:
-            pre += [f"T <= {self.chunk}"]   # a program writes its row's first chunk
+            pre += [f"T <= {self.chunk * self.short_chunks}"]   # a program writes its row's first chunks
         if self.varlen:
             pre += ["B == 1", "N1 >= 2", "N1 <= 2**20 + 1"]
         return pre

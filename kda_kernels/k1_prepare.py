@@ -62,6 +62,10 @@ def build_k1(cfg: K1Config):
     u0k2 = cfg.u0_in_k2
     short = cfg.short_out
     short_ht = short and cfg.short_ht
+    NCH = cfg.short_chunks
+    multi = short and NCH > 1
+    assert NCH == 1 or (short and NCH in (2, 4)), f"{cfg.name}: short_chunks {NCH} takes short_out, 2 or 4"
+    NR = NCH * CHUNK             # the pairwise form's rows of krs and U
     assert not short or (CPB == 1 and C == CHUNK and not u0k2 and not split_k and cfg.lean_prologue
                          and not cfg.skip_holes), f"{cfg.name}: short_out's form"
     # Every program's one chunk holds tokens in a fixed batch, and in a varlen one that returns at
@@ -363,6 +367,17 @@ def build_k1(cfg: K1Config):
             WU = T.alloc_fragment((R, K), accum)
 
             Sf = T.alloc_fragment((V, 32), accum) if short_ht else None
+            if multi:
+                # the earlier chunks' kr decayed to this chunk's start, their U, this chunk's qd in
+                # fp16, and -P = -Wk krs^T, Q = qd krs^T (rows of chunks not reached stay zero)
+                krs_s = T.alloc_shared((NR, K), cfg.ws_dtype)
+                Ua_s = T.alloc_shared((NR, V), cfg.ws_dtype)
+                qdh_s = T.alloc_shared((R, K), cfg.ws_dtype)
+                P_s = T.alloc_shared((R, NR), cfg.ws_dtype)
+                Q_s = T.alloc_shared((R, NR), cfg.ws_dtype)
+                gcl_s = T.alloc_shared((K,), accum)
+                Pf = T.alloc_fragment((R, NR), accum)
+                Qf = T.alloc_fragment((R, NR), accum)
             Lf = T.alloc_fragment((R, R), accum)
             Mf = T.alloc_fragment((R, R), accum)
 
@@ -453,6 +468,17 @@ def build_k1(cfg: K1Config):
                     slot_t0[tx] = (slot % ncs) * C
                     slot_len[tx] = T.if_then_else(slot < NC, T.min(C, Tn - (slot % ncs) * C), 0)
 
+            if multi:
+                # the sequence's tokens [seq_start, seq_end), its chunks (at most NCH), and what it
+                # spills past them (varlen: a broken max_seqlen; fixed: the entry's T <= NR)
+                seq_start = T.alloc_var("int32", init=t0_all)
+                seq_end = T.alloc_var("int32", init=eos_all if cfg.varlen else Tn)
+                n_ch = T.alloc_var("int32", init=T.min(T.ceildiv(seq_end - seq_start, C), NCH))
+                spill_m = T.alloc_var("int32", init=seq_end - seq_start - NR)
+                for r, e in T.Parallel(NR, K):
+                    krs_s[r, e] = T.Cast(cfg.ws_dtype, 0)
+                    Ua_s[r, e] = T.Cast(cfg.ws_dtype, 0)
+
             # Guards below repeat what the slot computation ensures, so that each global access's
             # bounds follow from its own condition, which is what `verify` proves.
             # q, k, g straight into shared memory by cp.async, 16 bytes a copy and LPR lanes a row,
@@ -460,307 +486,366 @@ def build_k1(cfg: K1Config):
             # off and its address clamped into the tensor). Rows and predicates first, then the
             # copies back to back: TileLang puts a barrier between a copy and a later read of shared
             # memory.
-            if cfg.head_once and not cfg.lean_prologue:
-                h = T.alloc_var("int32", init=T.min(T.max(head_s[0], 0), H - 1))
-            ld_t = T.alloc_local((NPASS,), "int32")
-            ld_b = T.alloc_local((NPASS,), "int32")
-            ld_ok = T.alloc_local((NPASS,), "bool")
-            for it in T.unroll(NPASS):
-                r = it * RPP + tx // LPR
-                if regs:
-                    t = t0_all + r
-                    ld_ok[it] = r < len_all and t >= 0 and t < Tn and b_all >= 0 and b_all < B
-                    ld_t[it] = t
-                    ld_b[it] = b_all
-                else:
-                    c = r // C
-                    t = slot_t0[c] + r % C
-                    ld_ok[it] = r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
-                    ld_t[it] = t
-                    ld_b[it] = slot_b[c]
-            for it in T.unroll(NPASS):
-                r = it * RPP + tx // LPR
-                d8 = tx % LPR
-                # (clamped again where used: TileLang and `verify` read no bounds through a local)
-                bb = T.max(T.min(ld_b[it], B - 1), 0)
-                tt = T.max(T.min(ld_t[it], Tn - 1), 0)
-                T.ptx_cp_async(T.access_ptr(q_s[r, d8 * 8], "w", 8),
-                               T.access_ptr(q[bb, tt, h, d8 * 8], "r", 8), 8, ld_ok[it])
-                T.ptx_cp_async(T.access_ptr(k_s[r, d8 * 8], "w", 8),
-                               T.access_ptr(k[bb, tt, h, d8 * 8], "r", 8), 8, ld_ok[it])
-                T.ptx_cp_async(T.access_ptr(ki_s[r, d8 * 8], "w", 8),
-                               T.access_ptr(g[bb, tt, hv, d8 * 8], "r", 8), 8, ld_ok[it])
-            T.ptx_commit_group()
-            if cfg.early_loads:
-                a_h0 = T.alloc_var(accum, init=_math.exp(ah_raw, fast))
-                # beta of row tx, loaded behind the copies and stored once they have landed
-                braw = T.alloc_var(accum, init=0.0)
-                if tx < R:
-                    if regs:
-                        if tx < len_all and t0_all + tx >= 0 and t0_all + tx < Tn and b_all >= 0 and b_all < B:
-                            # (clamped again where used, as the copies' rows)
-                            braw = T.Cast(accum, beta[T.max(T.min(b_all, B - 1), 0),
-                                                      T.max(T.min(t0_all + tx, Tn - 1), 0), hv])
-                    else:
-                        cb = tx // C
-                        tb = slot_t0[cb] + tx % C
-                        if (tx % C < slot_len[cb] and tb >= 0 and tb < Tn and slot_b[cb] >= 0 and slot_b[cb] < B):
-                            braw = T.Cast(accum, beta[slot_b[cb], tb, hv])
-            T.ptx_wait_group(0)
-            T.sync_threads()
-            # Shared writes that the passes after the norms read, here rather than between the
-            # copies' commit and wait, where TileLang would order them behind the copies with a barrier
-            if cfg.early_loads:
-                for j in T.unroll(NBT):
-                    if j * cfg.threads + tx < K:
-                        nb_s[j * cfg.threads + tx] = a_h0 * dtb[j] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
-            if regs and tx == 0:
-                slot_b[0] = b_all
-                slot_t0[0] = t0_all
-                slot_len[0] = len_all
-            # the row norms of q and k: a sum over the row's lanes by shuffles
-            for it in T.unroll(R // RPP):
-                r = it * RPP + tx // LPR
-                d8 = tx % LPR
-                qv = T.alloc_local((8,), cfg.in_dtype)
-                kv = T.alloc_local((8,), cfg.in_dtype)
-                ss = T.alloc_local((3 if cfg.mqk_diag else 2,), accum)
-                for i in T.vectorized(8):
-                    qv[i] = q_s[r, d8 * 8 + i]
-                for i in T.vectorized(8):
-                    kv[i] = k_s[r, d8 * 8 + i]
-                ss[0] = 0.0
-                ss[1] = 0.0
-                if cfg.mqk_diag:
-                    ss[2] = 0.0
-                for i in T.unroll(8):
-                    ss[0] = ss[0] + T.Cast(accum, qv[i]) * T.Cast(accum, qv[i])
-                    ss[1] = ss[1] + T.Cast(accum, kv[i]) * T.Cast(accum, kv[i])
-                    if cfg.mqk_diag:
-                        ss[2] = ss[2] + T.Cast(accum, qv[i]) * T.Cast(accum, kv[i])
-                for m in XORS:
-                    ss[0] = ss[0] + T.shfl_xor(ss[0], m)
-                    ss[1] = ss[1] + T.shfl_xor(ss[1], m)
-                    if cfg.mqk_diag:
-                        ss[2] = ss[2] + T.shfl_xor(ss[2], m)
-                if d8 == 0:
-                    rq_s[r] = _math.rsqrt(ss[0] + 1e-6, fast, nr) * scale
-                    rk_s[r] = _math.rsqrt(ss[1] + 1e-6, fast, nr)
-                    if cfg.mqk_diag:
-                        dg_s[r] = ss[2] * rq_s[r] * rk_s[r]
-            if cfg.early_loads:
-                if tx < R:
-                    cb = tx // C
-                    live_row = (tx < len_all) if regs else (tx % C < slot_len[cb])
-                    beta_s[tx] = T.if_then_else(live_row, sigm(braw, fast), 0.0)
-            else:
-                for r in T.Parallel(R):
-                    c = r // C
-                    valid = (r % C < slot_len[c] and slot_t0[c] + r % C >= 0 and slot_t0[c] + r % C < Tn
-                             and slot_b[c] >= 0 and slot_b[c] < B)
-                    beta_s[r] = T.if_then_else(
-                        valid, sigm(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, hv]), fast), 0.0)
-
-            if NSUB == 2:
-                column_pass_halves(q_s, k_s, ki_s, kdh_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound,
-                                   qd, kr, gC, slot_len, bc, hv, tx, a_h0, nb_s)
-            # One (chunk, pair of channels) per thread: the gate's cumsum G in registers, and every
-            # output of the two columns formed there and stored as pairs.
-            else:
-                for c, d2 in T.Parallel(CPB, K // 2):
-                    gcol = T.alloc_local((C, 2), accum)
-                    kraw = T.alloc_local((C, 2), cfg.in_dtype)
-                    qraw = T.alloc_local((C, 2), cfg.in_dtype)
-                    kn = T.alloc_local((2,), accum)
-                    qn = T.alloc_local((2,), accum)
-                    ep = T.alloc_local((2,), accum)
-                    ki = T.alloc_local((2,), accum)
-                    gcl = T.alloc_local((2,), accum)
-                    nb = T.alloc_local((2,), accum)
-                    lbl = lower_bound * _math.LOG2E
-                    a_h = gate_args(nb, d2, hv, A_log, dt_bias, a_h0, nb_s)
-                    for i in T.unroll(C):
-                        for e in T.unroll(2):
-                            x = T.Cast(accum, ki_s[c * C + i, d2 * 2 + e])
-                            if fast or not cfg.ftz:
-                                s_ = sigm(a_h * x + nb[e], fast)
-                            else:
-                                s_ = T.call_extern("float32", "kda_rcp_1p_ex2_ftz", (-_math.LOG2E * a_h) * x + nb[e])
-                            gcol[i, e] = T.if_then_else(i < slot_len[c], lbl * s_, 0.0)
-                    for i in T.unroll(1, C):
-                        for e in T.unroll(2):
-                            gcol[i, e] = gcol[i, e] + gcol[i - 1, e]
-                    # every read of the thread's k_s, q_s before its writes over them: with a read and a
-                    # write in one row's iteration, TileLang puts two barriers in each
-                    for i in T.unroll(C):
-                        for e in T.vectorized(2):
-                            kraw[i, e] = k_s[c * C + i, d2 * 2 + e]
-                        for e in T.vectorized(2):
-                            qraw[i, e] = q_s[c * C + i, d2 * 2 + e]
-                    for e in T.unroll(2):
-                        gcl[e] = pow2(gcol[C - 1, e], fast)
-                    live = slot_len[c] > 0 and bc * CPB + c < NC and "colstore" not in skip
-                    for i in T.unroll(C):
-                        for e in T.unroll(2):
-                            kn[e] = T.Cast(accum, kraw[i, e]) * rk_s[c * C + i]
-                            qn[e] = T.Cast(accum, qraw[i, e]) * rq_s[c * C + i]
-                            ep[e] = pow2(gcol[i, e], fast)
-                            ki[e] = kn[e] * pow2(-gcol[i, e], fast)
-                        if short_ht:
-                            # kr in place of kd: the operand of the final state (no Wk here)
-                            for e in T.vectorized(2):
-                                kdh_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
-                        elif not split_k and not short:
-                            for e in T.vectorized(2):
-                                kdh_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, kn[e] * ep[e])
-                        if not short and live:
-                            row = (bc * CPB + c) * C + i
-                            for e in T.vectorized(2):
-                                qd[hv, row, d2 * 2 + e] = T.Cast(cfg.ws_dtype, qn[e] * ep[e])
-                            # kr = k 2^(G_C - G) = ki 2^G_C
-                            for e in T.vectorized(2):
-                                kr[hv, row, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
-                        for e in T.vectorized(2):
-                            ki_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, ki[e])
-                        if split_k:
-                            for e in T.vectorized(2):
-                                kil_s[c * C + i, d2 * 2 + e] = T.Cast(
-                                    cfg.in_dtype, ki[e] - T.Cast(accum, T.Cast(cfg.in_dtype, ki[e])))
-                        if split_q:
-                            for e in T.vectorized(2):
-                                ql_s[c * C + i, d2 * 2 + e] = T.Cast(
-                                    cfg.in_dtype, qn[e] * ep[e] - T.Cast(accum, T.Cast(cfg.in_dtype, qn[e] * ep[e])))
-                        for e in T.vectorized(2):
-                            k_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, kn[e] * ep[e])
-                        for e in T.vectorized(2):
-                            q_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, qn[e] * ep[e])
-                    if not short and live:
-                        for e in T.vectorized(2):
-                            gC[hv, bc * CPB + c, d2 * 2 + e] = gcl[e]
-
-            if "lm" not in skip:
-                T.gemm(k_s, ki_s, Lf, transpose_B=True, clear_accum=True)
-                T.gemm(q_s, ki_s, Mf, transpose_B=True, clear_accum=True)
-                if split_k:
-                    T.gemm(q_s, kil_s, Mf, transpose_B=True)
-                if split_q:
-                    T.gemm(ql_s, ki_s, Mf, transpose_B=True)
-
-            # v by cp.async into the space q_s and k_s held, as raw bf16 bits in v_s (converted to
-            # fp16 in place before the U0 product), in flight behind the L and M extraction, the
-            # Mqk store and the inverse. Rows as in the q, k, g copies (V == K).
-            if not u0k2:
+            # short_chunks > 1: the pairwise form walks the sequence's chunks (a Python list of one
+            # otherwise, which leaves the one-chunk builds' IR as it was)
+            for jc in (T.serial(n_ch) if multi else [0]):
+                if multi:
+                    t0_all = seq_start + jc * C
+                    len_all = T.min(C, seq_end - t0_all)
+                if cfg.head_once and not cfg.lean_prologue:
+                    h = T.alloc_var("int32", init=T.min(T.max(head_s[0], 0), H - 1))
+                ld_t = T.alloc_local((NPASS,), "int32")
+                ld_b = T.alloc_local((NPASS,), "int32")
+                ld_ok = T.alloc_local((NPASS,), "bool")
                 for it in T.unroll(NPASS):
                     r = it * RPP + tx // LPR
-                    e8 = tx % LPR
-                    T.ptx_cp_async(T.access_ptr(v_s[r, e8 * 8], "w", 8),
-                                   T.access_ptr(v[T.max(T.min(ld_b[it], B - 1), 0), T.max(T.min(ld_t[it], Tn - 1), 0),
-                                                  hv, e8 * 8], "r", 8), 8,
-                                   ld_ok[it] and "v" not in skip)
+                    if regs:
+                        t = t0_all + r
+                        ld_ok[it] = r < len_all and t >= 0 and t < Tn and b_all >= 0 and b_all < B
+                        ld_t[it] = t
+                        ld_b[it] = b_all
+                    else:
+                        c = r // C
+                        t = slot_t0[c] + r % C
+                        ld_ok[it] = r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
+                        ld_t[it] = t
+                        ld_b[it] = slot_b[c]
+                for it in T.unroll(NPASS):
+                    r = it * RPP + tx // LPR
+                    d8 = tx % LPR
+                    # (clamped again where used: TileLang and `verify` read no bounds through a local)
+                    bb = T.max(T.min(ld_b[it], B - 1), 0)
+                    tt = T.max(T.min(ld_t[it], Tn - 1), 0)
+                    T.ptx_cp_async(T.access_ptr(q_s[r, d8 * 8], "w", 8),
+                                   T.access_ptr(q[bb, tt, h, d8 * 8], "r", 8), 8, ld_ok[it])
+                    T.ptx_cp_async(T.access_ptr(k_s[r, d8 * 8], "w", 8),
+                                   T.access_ptr(k[bb, tt, h, d8 * 8], "r", 8), 8, ld_ok[it])
+                    T.ptx_cp_async(T.access_ptr(ki_s[r, d8 * 8], "w", 8),
+                                   T.access_ptr(g[bb, tt, hv, d8 * 8], "r", 8), 8, ld_ok[it])
                 T.ptx_commit_group()
-
-            if "lm" not in skip:
-                for r, j in T.Parallel(R, R):
-                    if r // C == j // C:
-                        L_s[r, j % C] = T.if_then_else(r % C > j % C, Lf[r, j] * beta_s[r], 0.0)
-                        if cfg.mqk_diag:
-                            M_s[r, j % C] = T.if_then_else(r % C > j % C, Mf[r, j],
-                                                           T.if_then_else(r % C == j % C, dg_s[r], 0.0))
+                if cfg.early_loads:
+                    a_h0 = T.alloc_var(accum, init=_math.exp(ah_raw, fast))
+                    # beta of row tx, loaded behind the copies and stored once they have landed
+                    braw = T.alloc_var(accum, init=0.0)
+                    if tx < R:
+                        if regs:
+                            if tx < len_all and t0_all + tx >= 0 and t0_all + tx < Tn and b_all >= 0 and b_all < B:
+                                # (clamped again where used, as the copies' rows)
+                                braw = T.Cast(accum, beta[T.max(T.min(b_all, B - 1), 0),
+                                                          T.max(T.min(t0_all + tx, Tn - 1), 0), hv])
                         else:
-                            M_s[r, j % C] = T.if_then_else(r % C >= j % C, Mf[r, j], 0.0)
+                            cb = tx // C
+                            tb = slot_t0[cb] + tx % C
+                            if (tx % C < slot_len[cb] and tb >= 0 and tb < Tn and slot_b[cb] >= 0 and slot_b[cb] < B):
+                                braw = T.Cast(accum, beta[slot_b[cb], tb, hv])
+                T.ptx_wait_group(0)
+                T.sync_threads()
+                # Shared writes that the passes after the norms read, here rather than between the
+                # copies' commit and wait, where TileLang would order them behind the copies with a barrier
+                if cfg.early_loads:
+                    for j in T.unroll(NBT):
+                        if j * cfg.threads + tx < K:
+                            nb_s[j * cfg.threads + tx] = a_h0 * dtb[j] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
+                if regs and tx == 0:
+                    slot_b[0] = b_all
+                    slot_t0[0] = t0_all
+                    slot_len[0] = len_all
+                # the row norms of q and k: a sum over the row's lanes by shuffles
+                for it in T.unroll(R // RPP):
+                    r = it * RPP + tx // LPR
+                    d8 = tx % LPR
+                    qv = T.alloc_local((8,), cfg.in_dtype)
+                    kv = T.alloc_local((8,), cfg.in_dtype)
+                    ss = T.alloc_local((3 if cfg.mqk_diag else 2,), accum)
+                    for i in T.vectorized(8):
+                        qv[i] = q_s[r, d8 * 8 + i]
+                    for i in T.vectorized(8):
+                        kv[i] = k_s[r, d8 * 8 + i]
+                    ss[0] = 0.0
+                    ss[1] = 0.0
+                    if cfg.mqk_diag:
+                        ss[2] = 0.0
+                    for i in T.unroll(8):
+                        ss[0] = ss[0] + T.Cast(accum, qv[i]) * T.Cast(accum, qv[i])
+                        ss[1] = ss[1] + T.Cast(accum, kv[i]) * T.Cast(accum, kv[i])
+                        if cfg.mqk_diag:
+                            ss[2] = ss[2] + T.Cast(accum, qv[i]) * T.Cast(accum, kv[i])
+                    for m in XORS:
+                        ss[0] = ss[0] + T.shfl_xor(ss[0], m)
+                        ss[1] = ss[1] + T.shfl_xor(ss[1], m)
+                        if cfg.mqk_diag:
+                            ss[2] = ss[2] + T.shfl_xor(ss[2], m)
+                    if d8 == 0:
+                        rq_s[r] = _math.rsqrt(ss[0] + 1e-6, fast, nr) * scale
+                        rk_s[r] = _math.rsqrt(ss[1] + 1e-6, fast, nr)
+                        if cfg.mqk_diag:
+                            dg_s[r] = ss[2] * rq_s[r] * rk_s[r]
+                if cfg.early_loads:
+                    if tx < R:
+                        cb = tx // C
+                        live_row = (tx < len_all) if regs else (tx % C < slot_len[cb])
+                        beta_s[tx] = T.if_then_else(live_row, sigm(braw, fast), 0.0)
+                else:
+                    for r in T.Parallel(R):
+                        c = r // C
+                        valid = (r % C < slot_len[c] and slot_t0[c] + r % C >= 0 and slot_t0[c] + r % C < Tn
+                                 and slot_b[c] >= 0 and slot_b[c] < B)
+                        beta_s[r] = T.if_then_else(
+                            valid, sigm(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, hv]), fast), 0.0)
 
-                if not short:
+                if NSUB == 2:
+                    column_pass_halves(q_s, k_s, ki_s, kdh_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound,
+                                       qd, kr, gC, slot_len, bc, hv, tx, a_h0, nb_s)
+                # One (chunk, pair of channels) per thread: the gate's cumsum G in registers, and every
+                # output of the two columns formed there and stored as pairs.
+                else:
+                    for c, d2 in T.Parallel(CPB, K // 2):
+                        gcol = T.alloc_local((C, 2), accum)
+                        kraw = T.alloc_local((C, 2), cfg.in_dtype)
+                        qraw = T.alloc_local((C, 2), cfg.in_dtype)
+                        kn = T.alloc_local((2,), accum)
+                        qn = T.alloc_local((2,), accum)
+                        ep = T.alloc_local((2,), accum)
+                        ki = T.alloc_local((2,), accum)
+                        gcl = T.alloc_local((2,), accum)
+                        nb = T.alloc_local((2,), accum)
+                        lbl = lower_bound * _math.LOG2E
+                        a_h = gate_args(nb, d2, hv, A_log, dt_bias, a_h0, nb_s)
+                        for i in T.unroll(C):
+                            for e in T.unroll(2):
+                                x = T.Cast(accum, ki_s[c * C + i, d2 * 2 + e])
+                                if fast or not cfg.ftz:
+                                    s_ = sigm(a_h * x + nb[e], fast)
+                                else:
+                                    s_ = T.call_extern("float32", "kda_rcp_1p_ex2_ftz", (-_math.LOG2E * a_h) * x + nb[e])
+                                gcol[i, e] = T.if_then_else(i < slot_len[c], lbl * s_, 0.0)
+                        for i in T.unroll(1, C):
+                            for e in T.unroll(2):
+                                gcol[i, e] = gcol[i, e] + gcol[i - 1, e]
+                        # every read of the thread's k_s, q_s before its writes over them: with a read and a
+                        # write in one row's iteration, TileLang puts two barriers in each
+                        for i in T.unroll(C):
+                            for e in T.vectorized(2):
+                                kraw[i, e] = k_s[c * C + i, d2 * 2 + e]
+                            for e in T.vectorized(2):
+                                qraw[i, e] = q_s[c * C + i, d2 * 2 + e]
+                        for e in T.unroll(2):
+                            gcl[e] = pow2(gcol[C - 1, e], fast)
+                        live = slot_len[c] > 0 and bc * CPB + c < NC and "colstore" not in skip
+                        for i in T.unroll(C):
+                            for e in T.unroll(2):
+                                kn[e] = T.Cast(accum, kraw[i, e]) * rk_s[c * C + i]
+                                qn[e] = T.Cast(accum, qraw[i, e]) * rq_s[c * C + i]
+                                ep[e] = pow2(gcol[i, e], fast)
+                                ki[e] = kn[e] * pow2(-gcol[i, e], fast)
+                            if short_ht and not multi:
+                                # kr in place of kd: the operand of the final state (no Wk here)
+                                for e in T.vectorized(2):
+                                    kdh_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
+                            elif not split_k and (not short or multi):
+                                for e in T.vectorized(2):
+                                    kdh_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, kn[e] * ep[e])
+                            if multi:
+                                # kr_j into krs's rows of chunk j (they meet zero rows of U this
+                                # chunk), qd in fp16 for Q
+                                for e in T.vectorized(2):
+                                    krs_s[jc * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
+                                for e in T.vectorized(2):
+                                    qdh_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, qn[e] * ep[e])
+                            if not short and live:
+                                row = (bc * CPB + c) * C + i
+                                for e in T.vectorized(2):
+                                    qd[hv, row, d2 * 2 + e] = T.Cast(cfg.ws_dtype, qn[e] * ep[e])
+                                # kr = k 2^(G_C - G) = ki 2^G_C
+                                for e in T.vectorized(2):
+                                    kr[hv, row, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
+                            for e in T.vectorized(2):
+                                ki_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, ki[e])
+                            if split_k:
+                                for e in T.vectorized(2):
+                                    kil_s[c * C + i, d2 * 2 + e] = T.Cast(
+                                        cfg.in_dtype, ki[e] - T.Cast(accum, T.Cast(cfg.in_dtype, ki[e])))
+                            if split_q:
+                                for e in T.vectorized(2):
+                                    ql_s[c * C + i, d2 * 2 + e] = T.Cast(
+                                        cfg.in_dtype, qn[e] * ep[e] - T.Cast(accum, T.Cast(cfg.in_dtype, qn[e] * ep[e])))
+                            for e in T.vectorized(2):
+                                k_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, kn[e] * ep[e])
+                            for e in T.vectorized(2):
+                                q_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.in_dtype, qn[e] * ep[e])
+                        if not short and live:
+                            for e in T.vectorized(2):
+                                gC[hv, bc * CPB + c, d2 * 2 + e] = gcl[e]
+                        if multi:
+                            for e in T.vectorized(2):
+                                gcl_s[d2 * 2 + e] = gcl[e]
+
+                if "lm" not in skip:
+                    T.gemm(k_s, ki_s, Lf, transpose_B=True, clear_accum=True)
+                    T.gemm(q_s, ki_s, Mf, transpose_B=True, clear_accum=True)
+                    if split_k:
+                        T.gemm(q_s, kil_s, Mf, transpose_B=True)
+                    if split_q:
+                        T.gemm(ql_s, ki_s, Mf, transpose_B=True)
+
+                # v by cp.async into the space q_s and k_s held, as raw bf16 bits in v_s (converted to
+                # fp16 in place before the U0 product), in flight behind the L and M extraction, the
+                # Mqk store and the inverse. Rows as in the q, k, g copies (V == K).
+                if not u0k2:
+                    for it in T.unroll(NPASS):
+                        r = it * RPP + tx // LPR
+                        e8 = tx % LPR
+                        T.ptx_cp_async(T.access_ptr(v_s[r, e8 * 8], "w", 8),
+                                       T.access_ptr(v[T.max(T.min(ld_b[it], B - 1), 0), T.max(T.min(ld_t[it], Tn - 1), 0),
+                                                      hv, e8 * 8], "r", 8), 8,
+                                       ld_ok[it] and "v" not in skip)
+                    T.ptx_commit_group()
+
+                if "lm" not in skip:
+                    for r, j in T.Parallel(R, R):
+                        if r // C == j // C:
+                            L_s[r, j % C] = T.if_then_else(r % C > j % C, Lf[r, j] * beta_s[r], 0.0)
+                            if cfg.mqk_diag:
+                                M_s[r, j % C] = T.if_then_else(r % C > j % C, Mf[r, j],
+                                                               T.if_then_else(r % C == j % C, dg_s[r], 0.0))
+                            else:
+                                M_s[r, j % C] = T.if_then_else(r % C >= j % C, Mf[r, j], 0.0)
+
+                    if not short:
+                        for r, j in T.Parallel(R, C):
+                            c = r // C
+                            if unguarded or (slot_len[c] > 0 and bc * CPB + c < NC):
+                                Mqk[hv, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
+                # the off-diagonal blocks of the block-diagonal Ab
+                for r, j in T.Parallel(R, R):
+                    if r // C != j // C:
+                        Ab_s[r, j] = T.Cast(cfg.mat_dtype, 0)
+                        if split_k:
+                            Abb_s[r, j] = T.Cast(cfg.in_dtype, 0)
+
+                if NSUB == 2:
+                    block_inverse(L_s, Ad_s, X_s, Ab_s, beta_s)
+                else:
+                    # A = (I + L)^-1 by forward substitution, A[i, :] = e_i - sum_{m < i} L[i, m] A[m, :]:
+                    # the thread of (chunk, column j) keeps column j of A in registers.
+                    for c, j in T.Parallel(CPB, C):
+                        acol = T.alloc_local((C,), accum)
+                        for i in T.unroll(C):
+                            acol[i] = 0.0
+                        for i in T.unroll(C):
+                            acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
+                            if "inverse" not in skip:
+                                for m in T.unroll(C):
+                                    if m < i:
+                                        acc4 = acc4 - L_s[c * C + i, m] * acol[m]
+                            acol[i] = acc4
+                        for i in T.unroll(C):
+                            Ab_s[c * C + i, c * C + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[c * C + j])
+                            if split_k:
+                                Abb_s[c * C + i, c * C + j] = T.Cast(cfg.in_dtype, acol[i] * beta_s[c * C + j])
+
+                if u0k2:
+                    # Ab's diagonal blocks, K2's operand of U0 = Ab v
                     for r, j in T.Parallel(R, C):
                         c = r // C
                         if unguarded or (slot_len[c] > 0 and bc * CPB + c < NC):
-                            Mqk[hv, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
-            # the off-diagonal blocks of the block-diagonal Ab
-            for r, j in T.Parallel(R, R):
-                if r // C != j // C:
-                    Ab_s[r, j] = T.Cast(cfg.mat_dtype, 0)
+                            Ab[hv, (bc * CPB + c) * C + r % C, j] = Ab_s[r, c * C + j]
+                else:
+                    # v in fp16 (|v| must stay below 65504, as K2's state): each thread converts the
+                    # bytes it copied
+                    T.ptx_wait_group(0)
+                    vr = T.alloc_local((NPASS * 8,), cfg.ws_dtype)
+                    vh = T.alloc_local((NPASS * 8,), cfg.ws_dtype)
+                    for it in T.unroll(NPASS):
+                        for i in T.vectorized(8):
+                            vr[it * 8 + i] = v_s[it * RPP + tx // LPR, tx % LPR * 8 + i]
+                    for j in T.unroll(NPASS * 8):
+                        vh[j] = T.Cast(cfg.ws_dtype, T.reinterpret(vr[j], cfg.in_dtype))
+                    for it in T.unroll(NPASS):
+                        for i in T.vectorized(8):
+                            v_s[it * RPP + tx // LPR, tx % LPR * 8 + i] = vh[it * 8 + i]
+                # Wk = Ab kd and U0 = Ab v; with u0_in_k2, -Wk (K2 accumulates U = v^T Ab^T - S Wk^T)
+                if multi:
+                    # Wk = Ab kd over kd (fp16), then -P = -(Wk krs^T) and Q = qd krs^T
+                    T.gemm(Ab_s, kdh_s, WU, clear_accum=True)
+                    for r, e in T.Parallel(R, K):
+                        kdh_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
+                    T.gemm(kdh_s, krs_s, Pf, transpose_B=True, clear_accum=True)
+                    T.gemm(qdh_s, krs_s, Qf, transpose_B=True, clear_accum=True)
+                    for r, j in T.Parallel(R, NR):
+                        P_s[r, j] = T.Cast(cfg.ws_dtype, -Pf[r, j])
+                        Q_s[r, j] = T.Cast(cfg.ws_dtype, Qf[r, j])
+                    # U_j = Ab v - P U_<j over v, then o_j = Mqk U_j + Q U_<j with Mqk over Ab
+                    T.gemm(Ab_s, v_s, WU, clear_accum=True)
+                    T.gemm(P_s, Ua_s, WU)
+                    for r, e in T.Parallel(R, V):
+                        v_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
+                    for r, j in T.Parallel(R, C):
+                        Ab_s[r, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
+                    T.gemm(Ab_s, v_s, WU, clear_accum=True)
+                    T.gemm(Q_s, Ua_s, WU)
+                    for r, e in T.Parallel(R, V):
+                        if r < len_all and t0_all + r >= 0 and t0_all + r < Tn and b_all >= 0 and b_all < B:
+                            o[b_all, t0_all + r, hv, e] = T.Cast(cfg.in_dtype, nan_if(spill_m, WU[r, e]))
+                    # U_j joins U's rows, and the earlier chunks' kr decay over chunk j
+                    for r, e in T.Parallel(R, V):
+                        Ua_s[jc * C + r, e] = v_s[r, e]
+                    for r, e in T.Parallel(NR, K):
+                        if r < jc * C:
+                            krs_s[r, e] = T.Cast(cfg.ws_dtype, T.Cast(accum, krs_s[r, e]) * gcl_s[e])
+                elif short:
+                    # U0 = Ab v over v, then o = Mqk U0 with Mqk over Ab: K2's roundings (fp16
+                    # operands, fp32 accumulation) with no state term
+                    T.gemm(Ab_s, v_s, WU, clear_accum=True)
+                    for r, e in T.Parallel(R, V):
+                        v_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
+                    for r, j in T.Parallel(R, C):
+                        Ab_s[r, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
+                    T.gemm(Ab_s, v_s, WU, clear_accum=True)
+                    # varlen: a sequence longer than one chunk breaks the caller's max_seqlen; its rows
+                    # and state become NaN rather than a wrong answer
+                    spill = T.alloc_var("int32", init=eos_all - t0_all - C) if short_varlen else None
+
+                    for r, e in T.Parallel(R, V):
+                        if r < len_all and t0_all + r >= 0 and t0_all + r < Tn and b_all >= 0 and b_all < B:
+                            o[b_all, t0_all + r, hv, e] = T.Cast(cfg.in_dtype, nan_if(spill, WU[r, e]))
+                    if short_varlen:
+                        if spill > 0:
+                            for blk in T.serial(T.ceildiv(spill, R)):
+                                for r, e in T.Parallel(R, V):
+                                    t = t0_all + C + blk * R + r
+                                    if t < eos_all and t >= 0 and t < Tn:
+                                        o[0, t, hv, e] = T.Cast(cfg.in_dtype, NAN)
+                    if short_ht:
+                        # S^T = U0^T kr, 32 columns of K at a time (a V x 32 fp32 fragment)
+                        n_seq = bc if cfg.varlen else b_all
+                        for kb in T.unroll(K // 32):
+                            T.gemm(v_s, kdh_s[0:R, kb * 32:(kb + 1) * 32], Sf, transpose_A=True, clear_accum=True)
+                            for e, j in T.Parallel(V, 32):
+                                if n_seq >= 0 and n_seq < NH:
+                                    ht[n_seq, hv, e, kb * 32 + j] = nan_if(spill, Sf[e, j])
+                elif "ab" not in skip:
                     if split_k:
-                        Abb_s[r, j] = T.Cast(cfg.in_dtype, 0)
-
-            if NSUB == 2:
-                block_inverse(L_s, Ad_s, X_s, Ab_s, beta_s)
-            else:
-                # A = (I + L)^-1 by forward substitution, A[i, :] = e_i - sum_{m < i} L[i, m] A[m, :]:
-                # the thread of (chunk, column j) keeps column j of A in registers.
-                for c, j in T.Parallel(CPB, C):
-                    acol = T.alloc_local((C,), accum)
-                    for i in T.unroll(C):
-                        acol[i] = 0.0
-                    for i in T.unroll(C):
-                        acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
-                        if "inverse" not in skip:
-                            for m in T.unroll(C):
-                                if m < i:
-                                    acc4 = acc4 - L_s[c * C + i, m] * acol[m]
-                        acol[i] = acc4
-                    for i in T.unroll(C):
-                        Ab_s[c * C + i, c * C + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[c * C + j])
-                        if split_k:
-                            Abb_s[c * C + i, c * C + j] = T.Cast(cfg.in_dtype, acol[i] * beta_s[c * C + j])
-
-            if u0k2:
-                # Ab's diagonal blocks, K2's operand of U0 = Ab v
-                for r, j in T.Parallel(R, C):
-                    c = r // C
-                    if unguarded or (slot_len[c] > 0 and bc * CPB + c < NC):
-                        Ab[hv, (bc * CPB + c) * C + r % C, j] = Ab_s[r, c * C + j]
-            else:
-                # v in fp16 (|v| must stay below 65504, as K2's state): each thread converts the
-                # bytes it copied
-                T.ptx_wait_group(0)
-                vr = T.alloc_local((NPASS * 8,), cfg.ws_dtype)
-                vh = T.alloc_local((NPASS * 8,), cfg.ws_dtype)
-                for it in T.unroll(NPASS):
-                    for i in T.vectorized(8):
-                        vr[it * 8 + i] = v_s[it * RPP + tx // LPR, tx % LPR * 8 + i]
-                for j in T.unroll(NPASS * 8):
-                    vh[j] = T.Cast(cfg.ws_dtype, T.reinterpret(vr[j], cfg.in_dtype))
-                for it in T.unroll(NPASS):
-                    for i in T.vectorized(8):
-                        v_s[it * RPP + tx // LPR, tx % LPR * 8 + i] = vh[it * 8 + i]
-            # Wk = Ab kd and U0 = Ab v; with u0_in_k2, -Wk (K2 accumulates U = v^T Ab^T - S Wk^T)
-            if short:
-                # U0 = Ab v over v, then o = Mqk U0 with Mqk over Ab: K2's roundings (fp16
-                # operands, fp32 accumulation) with no state term
-                T.gemm(Ab_s, v_s, WU, clear_accum=True)
-                for r, e in T.Parallel(R, V):
-                    v_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
-                for r, j in T.Parallel(R, C):
-                    Ab_s[r, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
-                T.gemm(Ab_s, v_s, WU, clear_accum=True)
-                # varlen: a sequence longer than one chunk breaks the caller's max_seqlen; its rows
-                # and state become NaN rather than a wrong answer
-                spill = T.alloc_var("int32", init=eos_all - t0_all - C) if short_varlen else None
-
-                for r, e in T.Parallel(R, V):
-                    if r < len_all and t0_all + r >= 0 and t0_all + r < Tn and b_all >= 0 and b_all < B:
-                        o[b_all, t0_all + r, hv, e] = T.Cast(cfg.in_dtype, nan_if(spill, WU[r, e]))
-                if short_varlen:
-                    if spill > 0:
-                        for blk in T.serial(T.ceildiv(spill, R)):
-                            for r, e in T.Parallel(R, V):
-                                t = t0_all + C + blk * R + r
-                                if t < eos_all and t >= 0 and t < Tn:
-                                    o[0, t, hv, e] = T.Cast(cfg.in_dtype, NAN)
+                        ab_product(Abb_s, k_s, wk_s, WU, Wk, slot_len, bc, hv)
+                    else:
+                        ab_product(Ab_s, kdh_s, kdh_s, WU, Wk, slot_len, bc, hv, u0k2)
+                    if not u0k2:
+                        ab_product(Ab_s, v_s, v_s, WU, U0, slot_len, bc, hv)
+            if multi:
+                # rows past the NCH chunks (a broken max_seqlen), then S^T = U^T krs
+                if spill_m > 0:
+                    for blk in T.serial(T.ceildiv(spill_m, R)):
+                        for r, e in T.Parallel(R, V):
+                            t = seq_start + NR + blk * R + r
+                            if t < seq_end and t >= 0 and t < Tn and b_all >= 0 and b_all < B:
+                                o[b_all, t, hv, e] = T.Cast(cfg.in_dtype, NAN)
                 if short_ht:
-                    # S^T = U0^T kr, 32 columns of K at a time (a V x 32 fp32 fragment)
                     n_seq = bc if cfg.varlen else b_all
                     for kb in T.unroll(K // 32):
-                        T.gemm(v_s, kdh_s[0:R, kb * 32:(kb + 1) * 32], Sf, transpose_A=True, clear_accum=True)
+                        T.gemm(Ua_s, krs_s[0:NR, kb * 32:(kb + 1) * 32], Sf, transpose_A=True, clear_accum=True)
                         for e, j in T.Parallel(V, 32):
                             if n_seq >= 0 and n_seq < NH:
-                                ht[n_seq, hv, e, kb * 32 + j] = nan_if(spill, Sf[e, j])
-            elif "ab" not in skip:
-                if split_k:
-                    ab_product(Abb_s, k_s, wk_s, WU, Wk, slot_len, bc, hv)
-                else:
-                    ab_product(Ab_s, kdh_s, kdh_s, WU, Wk, slot_len, bc, hv, u0k2)
-                if not u0k2:
-                    ab_product(Ab_s, v_s, v_s, WU, U0, slot_len, bc, hv)
+                                ht[n_seq, hv, e, kb * 32 + j] = nan_if(spill_m, Sf[e, j])
 
     # One signature; a fixed batch drops cu_seqlens, so that it stays out of the IR that `verify`
     # and `host_codegen` read.
