@@ -51,12 +51,14 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
 
 # _plan's spp for the short form (configs.SHORT_TOKENS): one kernel, no K2
 SHORT_FORM = -3
-# False: no call takes the short form (KDA_TILE_SHORT=0 at import, or set_short(False))
-SHORT = _env_choice("KDA_TILE_SHORT", {"1": True, "0": False}) is not False
+# True: every call the short form can serve takes it (KDA_TILE_SHORT=1 at import, or
+# set_short(True)). Off by default until its builds have run on a GPU (released in session 33, a
+# session without a device: proved and compiled, never run; bench/NOTES.md, round 33a).
+SHORT = _env_choice("KDA_TILE_SHORT", {"1": True, "0": False}) is True
 
 
 def set_short(on: bool) -> None:
-    """The short form for every call it can serve (True, the default) or none (False)."""
+    """The short form for every call it can serve (True) or none (False, the default)."""
     global SHORT
     _require_bool("on", on)
     SHORT = on
@@ -65,7 +67,7 @@ def set_short(on: bool) -> None:
 def takes_short(q, cu_seqlens, initial_state, max_seqlen) -> bool:
     """Whether a call takes the short form: no initial state, and every sequence at most
     configs.SHORT_TOKENS tokens by the shapes alone (a fixed batch's T) or by the caller's
-    max_seqlen (varlen). No sync. Off under any FORCE_* setting and with SHORT False."""
+    max_seqlen (varlen). No sync. Off under any FORCE_* setting and while SHORT is False."""
     if not SHORT or initial_state is not None or FORCE_SPLIT is not None or FORCE_CHUNK is not None \
             or FORCE_SPP is not None or LONGEST_FIRST is True:
         return False

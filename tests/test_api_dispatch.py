@@ -59,7 +59,7 @@ def test_each_call_gets_the_builds_select_builds_names(recorder):
             out = api.kda_prefill(x, x, x, x, x[..., 0], output_final_state=ht, fast_math=fast, **kw)
             assert out == ("o", None)
             k1, k2, nargs, _ = recorder[-1]
-            short = not varlen and h0 is None and L <= configs.SHORT_TOKENS
+            short = api.SHORT and not varlen and h0 is None and L <= configs.SHORT_TOKENS
             want = api.select_builds(varlen=varlen, fast_math=fast,
                                      initial_state_dtype=None if h0 is None else api._STATE_DTYPES[h0],
                                      output_final_state=ht,

@@ -14,6 +14,8 @@ bf = torch.bfloat16
 
 @pytest.fixture
 def recorder(monkeypatch):
+    """The entry replaced by a recorder of the builds each call takes, the short form on."""
+    monkeypatch.setattr(api, "SHORT", True)
     calls = []
 
     def fake_entry(*builds):
@@ -85,6 +87,19 @@ def test_varlen_calls_take_it_only_with_max_seqlen(recorder):
     assert _stages(recorder[-1])[0] == "k1"
 
 
+def test_off_by_default_until_run_on_a_gpu():
+    """Session 33 released the short form without a device: it serves only when switched on
+    (KDA_TILE_SHORT=1 or set_short(True)) until a GPU round validates it."""
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "KDA_TILE_SHORT"}
+    code = "from kda_tile import api; print(api.SHORT)"
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout.strip() == "False"
+    env["KDA_TILE_SHORT"] = "1"
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout.strip() == "True"
+
+
 def test_forced_paths_and_the_switch_turn_it_off(recorder, monkeypatch):
     a, kw = _call(2, 8)
     monkeypatch.setattr(api, "FORCE_CHUNK", 32)
@@ -92,12 +107,10 @@ def test_forced_paths_and_the_switch_turn_it_off(recorder, monkeypatch):
     assert recorder[-1][-1].config.chunk == 32
     monkeypatch.setattr(api, "FORCE_CHUNK", None)
     api.set_short(False)
-    try:
-        assert not api.takes_short(a[0], None, None, None)
-        api.kda_prefill(*a, **kw)
-        assert _stages(recorder[-1])[0] == "k1"
-    finally:
-        api.set_short(True)
+    assert not api.takes_short(a[0], None, None, None)
+    api.kda_prefill(*a, **kw)
+    assert _stages(recorder[-1])[0] == "k1"
+    api.set_short(True)
     assert api.takes_short(a[0], None, None, None)
     with pytest.raises(TypeError, match=r"^on: expected a bool, got int 1$"):
         api.set_short(1)
@@ -132,8 +145,9 @@ def _allow_unverified(monkeypatch):
     monkeypatch.setattr(gate, "check_artifact", lambda *a, **k: None)
 
 
-def test_the_short_entry_checks_its_arguments(_allow_unverified):
+def test_the_short_entry_checks_its_arguments(_allow_unverified, monkeypatch):
     """check_inputs runs the short entry's IR-derived checks on CPU tensors."""
+    monkeypatch.setattr(api, "SHORT", True)
     a, kw = _call(4, 16)
     api.check_inputs(*a, device="cpu", output_final_state=True, **kw)
     lens = [3, 0, 16]

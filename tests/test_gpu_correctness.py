@@ -204,9 +204,16 @@ def test_many_sequences(N, H, most):
     _run_modes(f"many sequences N={N} H={H}", inp, cu, modes=[0, 4, 5], spp=_api_spp(N, int(lens.sum()), H))
 
 
+@pytest.fixture
+def short_on(monkeypatch):
+    """The short form switched on (off by default until these tests pass on a GPU)."""
+    from kda_tile import api
+    monkeypatch.setattr(api, "SHORT", True)
+
+
 @pytest.mark.parametrize("B,T,H,HV", [(3, 16, 2, 2), (2, 5, 3, 3), (1, 1, 1, 1), (4, 13, 8, 8), (3, 11, 2, 6),
                                       (64, 16, 32, 32), (7, 16, 1, 4)])
-def test_short_fixed(B, T, H, HV):
+def test_short_fixed(B, T, H, HV, short_on):
     """The short form (fixed batches with T <= 16, no initial state; session 33): every state mode
     (those with an initial state take K1 and K2), then fast_math, which takes the same builds."""
     inp = _inputs(B, T, H, seed=71 + B * T + H, HV=HV)
@@ -226,7 +233,7 @@ def _ragged(n, most, seed, empty_every=8):
     ([1, 0, 16, 7, 16, 3], 4, 4, 16), ([0, 9, 16, 1, 0], 1, 4, 16), ([5, 9, 2], 2, 2, 9), ([0, 0, 1], 3, 3, 1),
     ("ragged500", 2, 2, 16), ("ragged4096", 8, 8, 16), ("ragged8192", 32, 32, 16),
 ], ids=["mixed_H4", "gva_H1_HV4", "max9", "one_token", "ragged500", "ragged4096_H8", "ragged8192_H32"])
-def test_short_varlen(lens, H, HV, max_seqlen):
+def test_short_varlen(lens, H, HV, max_seqlen, short_on):
     """The short form of varlen calls (max_seqlen <= 16, no initial state): empty and one-token
     sequences, GVA, thousands of sequences (one in eight empty); every state mode."""
     if isinstance(lens, str):
@@ -239,7 +246,7 @@ def test_short_varlen(lens, H, HV, max_seqlen):
                max_seqlen=max_seqlen, short=True)
 
 
-def test_short_max_seqlen_broken():
+def test_short_max_seqlen_broken(short_on):
     """A varlen call whose max_seqlen understates a sequence: that sequence's o rows and final
     state come back NaN, every other sequence's are right."""
     import kda_tile
