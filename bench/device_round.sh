@@ -45,6 +45,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round33a # sessions 32-33: the short form, JIT against the two-kernel path, then released: its GPU tests (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round33b # session 33: the pairwise form (up to 4 chunks, JIT) against the two-kernel path (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round33c # session 33: issue 9's many-sequence rows with the peers, no state and final state (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round32c # session 32: K1 with an L2 prefetch one or two waves ahead, and without its column stores (JIT, ncu; ~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round32d # session 32: fla's integration at H96 1x8192 and the compile test (~5 min)
@@ -645,12 +646,23 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     grep -E "Error|error" "$OUT/short_round.log" | head -3; tail -12 "$OUT/short_round.log"
     timeout 180 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k "short or (test_fixed and 16-)" -x \
       -p no:cacheprovider 2>&1 | tail -4 ;;
+  round33b)
+    # session 33: the pairwise form (K1Config.short_chunks, JIT) over sequences of up to 64 and 32
+    # tokens, checked against float64, then against kda_prefill's two-kernel path on issue 9's
+    # 2048 x 64 row and five more (~5 min)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    KDA_TILE_SHORT=0 timeout 240 python -u bench/short_round.py --chunks 4 > "$OUT/pairwise4.log" 2>&1
+    grep -E "Error|error" "$OUT/pairwise4.log" | head -3; tail -14 "$OUT/pairwise4.log"
+    KDA_TILE_SHORT=0 timeout 120 python -u bench/short_round.py --chunks 2 > "$OUT/pairwise2.log" 2>&1
+    grep -E "Error|error" "$OUT/pairwise2.log" | head -3; tail -4 "$OUT/pairwise2.log" ;;
   round33c)
     # session 33: issue 9's many-sequence rows (H32, 131072 tokens as 256 x 512, 2048 x 64, 8192 x 16)
     # with the peers in one process (scaling.py), no state, then the final state out (~8 min)
     nvidia-smi --query-gpu=name --format=csv,noheader
     timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
     mkdir -p "$OUT/none" "$OUT/final"
+    export KDA_TILE_SHORT=1   # the short form (opt-in until round 33a passes)
     BENCH_STATE=none timeout 200 python -u bench/scaling.py --only split --seqs 256,2048,8192 --out "$OUT/none" \
       > "$OUT/none/scaling.log" 2>&1; tail -9 "$OUT/none/scaling.log" | grep "^|"
     BENCH_STATE=final BENCH_LIBS=kda_tile,cudnn_fe timeout 180 python -u bench/scaling.py --only split --seqs 2048,8192 \

@@ -1,6 +1,6 @@
 """Sequences of at most one chunk as one kernel (K1Config.short_out), JIT, against kda_prefill.
 
-    python bench/short_round.py
+    python bench/short_round.py [--chunks 1|2|4]
 
 Issue 9's many-sequence rows pay the K1 -> K2 workspace (~1.7 KB a token and head, written and
 read) and K2's launch per sequence; at 16 tokens a sequence a chunk's o needs nothing of the
@@ -17,6 +17,10 @@ final state out) and both times (triton do_bench medians, same process, same inp
 bytes the short kernel must move at 4.27 TB/s, and the released K1 alone on the same inputs (the
 short kernel is K1's work plus two small products, minus the workspace's stores). One JSON row a
 shape and mode, a table last.
+
+--chunks 2 or 4 runs the same for the pairwise form (K1Config.short_chunks, JIT; session 33):
+sequences of up to 32 or 64 tokens, chunk by chunk in one program, with the earlier chunks' kr
+(decayed) and U in shared memory instead of a state (bench/pairwise_verify.py proves it).
 """
 import json
 import sys
@@ -28,18 +32,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 
 import k1_round  # noqa: E402
+import pairwise_verify  # noqa: E402
 from kda_kernels.configs import K1Config  # noqa: E402
 from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
 
 
-def config(varlen, ht=False):
+def config(varlen, ht=False, n=1):
+    """The released short form (n = 1), or the pairwise form over up to n chunks (JIT)."""
+    if n > 1:
+        return pairwise_verify.config(varlen, ht, n)
     return K1Config(varlen=varlen, short_out=True, short_ht=ht, mqk_diag=True, rsqrt_nr=True, early_loads=True,
                     lean_prologue=True)
 
 
-def run_short(d, ht=False):
+def run_short(d, ht=False, n=1):
     """(launch, o, final state or None): outputs poisoned with NaN, written by each launch."""
-    cfg = config(d["cu"] is not None, ht)
+    cfg = config(d["cu"] is not None, ht, n)
     o = torch.full_like(d["v"], float("nan"))
     B, T, HV, V = d["v"].shape
     N = B if d["cu"] is None else d["cu"].numel() - 1
@@ -57,6 +65,15 @@ def prefill(d, ht=False):
     return lambda: kda_tile.kda_prefill(d["q"], d["k"], d["v"], d["g"], d["beta"], **kw)
 
 
+CASES_N = [("fixed B=3 T=64 H=2", 3, 64, 2, None), ("fixed B=2 T=37 H=3", 2, 37, 3, None),
+           ("fixed B=2 T=17 H=1", 2, 17, 1, None), ("fixed B=4 T=5 H=8", 4, 5, 8, None),
+           ("fixed B=3 T=50 H=2 HV=6 (GVA)", 3, 50, (2, 6), None),
+           ("varlen [1,0,64,17,33,16,48,63] H=4", 1, None, 4, [1, 0, 64, 17, 33, 16, 48, 63]),
+           ("varlen [0,40,16,1,0] H=1 HV=4 (GVA)", 1, None, (1, 4), [0, 40, 16, 1, 0]),
+           ("varlen 300x[0..64] H=2", 1, None, 2, "ragged")]
+SHAPES_N = [("H32 2048x64 cu", 1, None, 32, [64] * 2048), ("H32 2048x64", 2048, 64, 32, None),
+            ("H32 ragged 2048x[0..64] cu", 1, None, 32, "ragged"), ("H32 4096x32 cu", 1, None, 32, [32] * 4096),
+            ("H8 1024x64 cu", 1, None, 8, [64] * 1024), ("H96 256x64 cu", 1, None, 96, [64] * 256)]
 CASES = [("fixed B=3 T=16 H=2", 3, 16, 2, None), ("fixed B=2 T=5 H=3", 2, 5, 3, None),
          ("fixed B=1 T=1 H=1", 1, 1, 1, None), ("fixed B=4 T=13 H=8", 4, 13, 8, None),
          ("fixed B=3 T=11 H=2 HV=6 (GVA)", 3, 11, (2, 6), None),
@@ -68,21 +85,30 @@ SHAPES = [("H32 8192x16 cu", 1, None, 32, [16] * 8192), ("H32 8192x16", 8192, 16
           ("H96 1024x16 cu", 1, None, 96, [16] * 1024)]
 
 
-def lens_of(lens, seed, n=500):
+def lens_of(lens, seed, n=500, most=16):
     if lens != "ragged":
         return lens
-    return torch.randint(0, 17, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
+    return torch.randint(0, most + 1, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
 
 
 def main():
+    import argparse
     from triton.testing import do_bench
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chunks", type=int, default=1, choices=[1, 2, 4],
+                    help="1: the released short form; 2 or 4: the pairwise form (JIT)")
+    n = ap.parse_args().chunks
+    cases, shapes = (CASES, SHAPES) if n == 1 else (CASES_N, SHAPES_N)
+    most = 16 * n
     worst = [0.0, 0.0]
     for ht in (False, True):
-        for i, (label, B, T, H, lens) in enumerate(CASES):
-            lens = lens_of(lens, i)
+        for i, (label, B, T, H, lens) in enumerate(cases):
+            lens = lens_of(lens, i, 300 if n > 1 else 500, most)
+            lens = lens if n == 4 or lens is None else [min(x, most) for x in lens]
+            T = T if T is None else min(T, most)
             H, HV = H if isinstance(H, tuple) else (H, H)
             d = k1_round.inputs(B, sum(lens) if lens else T, H, lens, seed=100 + i, HV=HV)
-            go, o, h = run_short(d, ht)
+            go, o, h = run_short(d, ht, n)
             go()
             torch.cuda.synchronize()
             ref, ref_h = kda_recurrent(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"],
@@ -96,11 +122,13 @@ def main():
                   flush=True)
     print(f"correctness: worst err_o {worst[0]:.2e}, worst err_ht {worst[1]:.2e}", flush=True)
     rows = []
-    for label, B, T, H, lens in SHAPES:
-        lens = lens_of(lens, 7, 8192)
+    for label, B, T, H, lens in shapes:
+        lens = lens_of(lens, 7, 8192 if n == 1 else 2048, most)
+        if n == 2 and (max(lens or [T]) > most):
+            continue
         d = k1_round.inputs(B, sum(lens) if lens else T, H, lens, seed=7)
         for ht in (False, True):
-            go, o, h = run_short(d, ht)
+            go, o, h = run_short(d, ht, n)
             base = prefill(d, ht)
             with torch.inference_mode():
                 go()
