@@ -770,20 +770,24 @@ def build_k1(cfg: K1Config):
                     T.gemm(Ab_s, kdh_s, WU, clear_accum=True)
                     for r, e in T.Parallel(R, K):
                         kdh_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
-                    T.gemm(kdh_s, krs_s, Pf, transpose_B=True, clear_accum=True)
-                    T.gemm(qdh_s, krs_s, Qf, transpose_B=True, clear_accum=True)
-                    for r, j in T.Parallel(R, NR):
-                        P_s[r, j] = T.Cast(cfg.ws_dtype, -Pf[r, j])
-                        Q_s[r, j] = T.Cast(cfg.ws_dtype, Qf[r, j])
+                    # (the first chunk has no earlier rows: P and Q are zero there)
+                    if jc > 0:
+                        T.gemm(kdh_s, krs_s, Pf, transpose_B=True, clear_accum=True)
+                        T.gemm(qdh_s, krs_s, Qf, transpose_B=True, clear_accum=True)
+                        for r, j in T.Parallel(R, NR):
+                            P_s[r, j] = T.Cast(cfg.ws_dtype, -Pf[r, j])
+                            Q_s[r, j] = T.Cast(cfg.ws_dtype, Qf[r, j])
                     # U_j = Ab v - P U_<j over v, then o_j = Mqk U_j + Q U_<j with Mqk over Ab
                     T.gemm(Ab_s, v_s, WU, clear_accum=True)
-                    T.gemm(P_s, Ua_s, WU)
+                    if jc > 0:
+                        T.gemm(P_s, Ua_s, WU)
                     for r, e in T.Parallel(R, V):
                         v_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
                     for r, j in T.Parallel(R, C):
                         Ab_s[r, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
                     T.gemm(Ab_s, v_s, WU, clear_accum=True)
-                    T.gemm(Q_s, Ua_s, WU)
+                    if jc > 0:
+                        T.gemm(Q_s, Ua_s, WU)
                     for r, e in T.Parallel(R, V):
                         if r < len_all and t0_all + r >= 0 and t0_all + r < Tn and b_all >= 0 and b_all < B:
                             o[b_all, t0_all + r, hv, e] = T.Cast(cfg.in_dtype, nan_if(spill_m, WU[r, e]))
