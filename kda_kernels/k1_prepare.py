@@ -110,6 +110,28 @@ def build_k1(cfg: K1Config):
                 out[hv, (bc * CPB + c) * C + r % C, e] = st_s[r, e]
 
     @T.macro
+    def short_tail(o, ht, Sf, U_s, kr_s, rows, start, end, spill, bc, b, hv):
+        """The short form's end of a sequence [start, end) whose first `rows` tokens it ran: NaN
+        over the tokens past them (spill > 0: a broken max_seqlen; spill None: none can spill,
+        end unused), then with short_ht the final state S^T = U^T kr over those rows, 32 columns
+        of K at a time (a V x 32 fp32 fragment). (No shape variable such as T goes in as an
+        argument: the macro's parameter name would become its name in the IR.)"""
+        if spill is not None:
+            if spill > 0:
+                for blk in T.serial(T.ceildiv(spill, R)):
+                    for r, e in T.Parallel(R, V):
+                        t = start + rows + blk * R + r
+                        if t < end and t >= 0 and t < Tn and b >= 0 and b < B:
+                            o[b, t, hv, e] = T.Cast(cfg.in_dtype, NAN)
+        if short_ht:
+            n_seq = bc if cfg.varlen else b
+            for kb in T.unroll(K // 32):
+                T.gemm(U_s, kr_s[0:rows, kb * 32:(kb + 1) * 32], Sf, transpose_A=True, clear_accum=True)
+                for e, j in T.Parallel(V, 32):
+                    if n_seq >= 0 and n_seq < NH:
+                        ht[n_seq, hv, e, kb * 32 + j] = nan_if(spill, Sf[e, j])
+
+    @T.macro
     def gate_args(nb, d2, hv, A_log, dt_bias, a_h0, nb_s):
         """a_h = exp(A_log) and the bias terms nb of channels 2 d2, 2 d2 + 1: the gate's argument
         a_h (g + dt_bias) folded into one fma per element (the accurate form takes -log2(e)
@@ -765,69 +787,52 @@ def build_k1(cfg: K1Config):
                         for i in T.vectorized(8):
                             v_s[it * RPP + tx // LPR, tx % LPR * 8 + i] = vh[it * 8 + i]
                 # Wk = Ab kd and U0 = Ab v; with u0_in_k2, -Wk (K2 accumulates U = v^T Ab^T - S Wk^T)
-                if multi:
-                    # Wk = Ab kd over kd (fp16), then -P = -(Wk krs^T) and Q = qd krs^T
-                    T.gemm(Ab_s, kdh_s, WU, clear_accum=True)
-                    for r, e in T.Parallel(R, K):
-                        kdh_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
-                    # (the first chunk has no earlier rows: P and Q are zero there)
-                    if jc > 0:
-                        T.gemm(kdh_s, krs_s, Pf, transpose_B=True, clear_accum=True)
-                        T.gemm(qdh_s, krs_s, Qf, transpose_B=True, clear_accum=True)
-                        for r, j in T.Parallel(R, NR):
-                            P_s[r, j] = T.Cast(cfg.ws_dtype, -Pf[r, j])
-                            Q_s[r, j] = T.Cast(cfg.ws_dtype, Qf[r, j])
-                    # U_j = Ab v - P U_<j over v, then o_j = Mqk U_j + Q U_<j with Mqk over Ab
+                if short:
+                    # U = Ab v (- P U_<j) over v, then o = Mqk U (+ Q U_<j) with Mqk over Ab: K2's
+                    # roundings (fp16 operands, fp32 accumulation). The one-chunk form has no
+                    # earlier rows; the pairwise form first forms Wk = Ab kd over kd (fp16), then
+                    # -P = -(Wk krs^T) and Q = qd krs^T (zero in the first chunk: skipped)
+                    if multi:
+                        T.gemm(Ab_s, kdh_s, WU, clear_accum=True)
+                        for r, e in T.Parallel(R, K):
+                            kdh_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
+                        if jc > 0:
+                            T.gemm(kdh_s, krs_s, Pf, transpose_B=True, clear_accum=True)
+                            T.gemm(qdh_s, krs_s, Qf, transpose_B=True, clear_accum=True)
+                            for r, j in T.Parallel(R, NR):
+                                P_s[r, j] = T.Cast(cfg.ws_dtype, -Pf[r, j])
+                                Q_s[r, j] = T.Cast(cfg.ws_dtype, Qf[r, j])
                     T.gemm(Ab_s, v_s, WU, clear_accum=True)
-                    if jc > 0:
-                        T.gemm(P_s, Ua_s, WU)
+                    if multi:
+                        if jc > 0:
+                            T.gemm(P_s, Ua_s, WU)
                     for r, e in T.Parallel(R, V):
                         v_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
                     for r, j in T.Parallel(R, C):
                         Ab_s[r, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
                     T.gemm(Ab_s, v_s, WU, clear_accum=True)
-                    if jc > 0:
-                        T.gemm(Q_s, Ua_s, WU)
-                    for r, e in T.Parallel(R, V):
-                        if r < len_all and t0_all + r >= 0 and t0_all + r < Tn and b_all >= 0 and b_all < B:
-                            o[b_all, t0_all + r, hv, e] = T.Cast(cfg.in_dtype, nan_if(spill_m, WU[r, e]))
-                    # U_j joins U's rows, and the earlier chunks' kr decay over chunk j
-                    for r, e in T.Parallel(R, V):
-                        Ua_s[jc * C + r, e] = v_s[r, e]
-                    for r, e in T.Parallel(NR, K):
-                        if r < jc * C:
-                            krs_s[r, e] = T.Cast(cfg.ws_dtype, T.Cast(accum, krs_s[r, e]) * gcl_s[e])
-                elif short:
-                    # U0 = Ab v over v, then o = Mqk U0 with Mqk over Ab: K2's roundings (fp16
-                    # operands, fp32 accumulation) with no state term
-                    T.gemm(Ab_s, v_s, WU, clear_accum=True)
-                    for r, e in T.Parallel(R, V):
-                        v_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
-                    for r, j in T.Parallel(R, C):
-                        Ab_s[r, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
-                    T.gemm(Ab_s, v_s, WU, clear_accum=True)
-                    # varlen: a sequence longer than one chunk breaks the caller's max_seqlen; its rows
-                    # and state become NaN rather than a wrong answer
-                    spill = T.alloc_var("int32", init=eos_all - t0_all - C) if short_varlen else None
+                    if multi:
+                        if jc > 0:
+                            T.gemm(Q_s, Ua_s, WU)
+                    # varlen: a sequence longer than the chunks breaks the caller's max_seqlen; its
+                    # rows and state become NaN rather than a wrong answer
+                    spill = spill_m if multi else (
+                        T.alloc_var("int32", init=eos_all - t0_all - C) if short_varlen else None)
 
                     for r, e in T.Parallel(R, V):
                         if r < len_all and t0_all + r >= 0 and t0_all + r < Tn and b_all >= 0 and b_all < B:
                             o[b_all, t0_all + r, hv, e] = T.Cast(cfg.in_dtype, nan_if(spill, WU[r, e]))
-                    if short_varlen:
-                        if spill > 0:
-                            for blk in T.serial(T.ceildiv(spill, R)):
-                                for r, e in T.Parallel(R, V):
-                                    t = t0_all + C + blk * R + r
-                                    if t < eos_all and t >= 0 and t < Tn:
-                                        o[0, t, hv, e] = T.Cast(cfg.in_dtype, NAN)
-                    if short_ht:
-                        # S^T = U0^T kr, 32 columns of K at a time (a V x 32 fp32 fragment)
-                        n_seq = bc if cfg.varlen else b_all
-                        for kb in T.unroll(K // 32):
-                            T.gemm(v_s, kdh_s[0:R, kb * 32:(kb + 1) * 32], Sf, transpose_A=True, clear_accum=True)
-                            for e, j in T.Parallel(V, 32):
-                                if n_seq >= 0 and n_seq < NH:
-                                    ht[n_seq, hv, e, kb * 32 + j] = nan_if(spill, Sf[e, j])
+                    if multi:
+                        # U_j joins U's rows, and the earlier chunks' kr decay over chunk j
+                        for r, e in T.Parallel(R, V):
+                            Ua_s[jc * C + r, e] = v_s[r, e]
+                        for r, e in T.Parallel(NR, K):
+                            if r < jc * C:
+                                krs_s[r, e] = T.Cast(cfg.ws_dtype, T.Cast(accum, krs_s[r, e]) * gcl_s[e])
+                    else:
+                        # S^T = U0^T kr (kr where kd was)
+                        short_tail(o, ht, Sf, v_s, kdh_s, C, t0_all, eos_all if short_varlen else None, spill,
+                                   bc, b_all, hv)
                 elif "ab" not in skip:
                     if split_k:
                         ab_product(Abb_s, k_s, wk_s, WU, Wk, slot_len, bc, hv)
@@ -836,20 +841,7 @@ def build_k1(cfg: K1Config):
                     if not u0k2:
                         ab_product(Ab_s, v_s, v_s, WU, U0, slot_len, bc, hv)
             if multi:
-                # rows past the NCH chunks (a broken max_seqlen), then S^T = U^T krs
-                if spill_m > 0:
-                    for blk in T.serial(T.ceildiv(spill_m, R)):
-                        for r, e in T.Parallel(R, V):
-                            t = seq_start + NR + blk * R + r
-                            if t < seq_end and t >= 0 and t < Tn and b_all >= 0 and b_all < B:
-                                o[b_all, t, hv, e] = T.Cast(cfg.in_dtype, NAN)
-                if short_ht:
-                    n_seq = bc if cfg.varlen else b_all
-                    for kb in T.unroll(K // 32):
-                        T.gemm(Ua_s, krs_s[0:NR, kb * 32:(kb + 1) * 32], Sf, transpose_A=True, clear_accum=True)
-                        for e, j in T.Parallel(V, 32):
-                            if n_seq >= 0 and n_seq < NH:
-                                ht[n_seq, hv, e, kb * 32 + j] = nan_if(spill_m, Sf[e, j])
+                short_tail(o, ht, Sf, Ua_s, krs_s, NR, seq_start, seq_end, spill_m, bc, b_all, hv)
 
     # One signature; a fixed batch drops cu_seqlens, so that it stays out of the IR that `verify`
     # and `host_codegen` read.
