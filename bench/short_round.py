@@ -104,8 +104,8 @@ def main():
     for ht in (False, True):
         for i, (label, B, T, H, lens) in enumerate(cases):
             lens = lens_of(lens, i, 300 if n > 1 else 500, most)
-            lens = lens if n == 4 or lens is None else [min(x, most) for x in lens]
-            T = T if T is None else min(T, most)
+            lens = None if lens is None else [min(x, most) for x in lens]
+            T = None if T is None else min(T, most)
             H, HV = H if isinstance(H, tuple) else (H, H)
             d = k1_round.inputs(B, sum(lens) if lens else T, H, lens, seed=100 + i, HV=HV)
             go, o, h = run_short(d, ht, n)
@@ -124,7 +124,7 @@ def main():
     rows = []
     for label, B, T, H, lens in shapes:
         lens = lens_of(lens, 7, 8192 if n == 1 else 2048, most)
-        if n == 2 and (max(lens or [T]) > most):
+        if max(lens or [T]) > most:
             continue
         d = k1_round.inputs(B, sum(lens) if lens else T, H, lens, seed=7)
         for ht in (False, True):

@@ -500,7 +500,7 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
                 and LONGEST_FIRST is not True)
     except (AttributeError, TypeError):
         tiny = False
-    if SHORT and initial_state is None and takes_short(q, cu_seqlens, initial_state, max_seqlen):
+    if SHORT and takes_short(q, cu_seqlens, initial_state, max_seqlen):
         split, chunk, spp = False, 16, SHORT_FORM
     elif tiny:
         split, chunk, spp = False, 16, 1
