@@ -18,10 +18,12 @@ bytes the short kernel must move at 4.27 TB/s, and the released K1 alone on the 
 short kernel is K1's work plus two small products, minus the workspace's stores). One JSON row a
 shape and mode, a table last.
 
---chunks 2 or 4 runs the same for the pairwise form (K1Config.short_chunks, JIT; session 33):
-sequences of up to 32 or 64 tokens, chunk by chunk in one program, with the earlier chunks' kr
-(decayed) and U in shared memory instead of a state (bench/pairwise_verify.py proves it).
+--chunks 2 or 4 runs the same for the pairwise form (K1Config.short_chunks; session 33, released
+with 4 in session 34 and proved with the registry): sequences of up to 32 or 64 tokens, chunk by
+chunk in one program, with the earlier chunks' kr (decayed) and U in shared memory instead of a
+state. The JIT builds here are the registry's configs (n = 2: the same with two chunks).
 """
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -32,17 +34,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 
 import k1_round  # noqa: E402
-import pairwise_verify  # noqa: E402
-from kda_kernels.configs import K1Config  # noqa: E402
+from kda_kernels import registry  # noqa: E402
 from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
 
 
 def config(varlen, ht=False, n=1):
-    """The released short form (n = 1), or the pairwise form over up to n chunks (JIT)."""
-    if n > 1:
-        return pairwise_verify.config(varlen, ht, n)
-    return K1Config(varlen=varlen, short_out=True, short_ht=ht, mqk_diag=True, rsqrt_nr=True, early_loads=True,
-                    lean_prologue=True)
+    """The released short form (n = 1) or pairwise form (n = 4), or the pairwise form over two
+    chunks with the same registers (JIT)."""
+    b = registry.find("k1_short", varlen=varlen, short_ht=ht, short_chunks=4 if n > 1 else 1).config
+    return b if n != 2 else dataclasses.replace(b, short_chunks=2)
 
 
 def run_short(d, ht=False, n=1):

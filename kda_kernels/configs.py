@@ -121,6 +121,10 @@ SHORT_FIXED_RLIMIT = 200_000_000
 # in place of K1 and K2 at every such shape (bench/NOTES.md, session 33). kda_prefill knows the
 # lengths without a sync from a fixed batch's T, or from a varlen call's max_seqlen argument.
 SHORT_TOKENS = CHUNK
+# ... and the pairwise form (K1Config.short_chunks = PAIRWISE_CHUNKS) a call whose sequences all
+# have at most PAIRWISE_TOKENS (64) tokens: issue 9's 2048 x 64 row in one kernel (session 34).
+PAIRWISE_CHUNKS = 4
+PAIRWISE_TOKENS = CHUNK * PAIRWISE_CHUNKS
 
 
 def _programs(N: int, HV: int, spp: int) -> int:
@@ -313,7 +317,7 @@ class K1Config:
     # sequence): the serving prefill of fresh prompts
     short_ht: bool = False
     # short_out over sequences of up to short_chunks chunks (> 1: the pairwise form, session 33,
-    # JIT only): chunk j's U_j = U0_j - (Wk_j krs^T) U_<j and o_j = Mqk_j U_j + (qd_j krs^T) U_<j,
+    # released in 34 with 4 chunks): chunk j's U_j = U0_j - (Wk_j krs^T) U_<j and o_j = Mqk_j U_j + (qd_j krs^T) U_<j,
     # where krs holds the earlier chunks' kr rows decayed to chunk j's start (reference.kda_pairwise);
     # krs and the U rows stay in shared memory, 8 KB a chunk of each, so no state and no workspace
     short_chunks: int = 1

@@ -23,9 +23,10 @@ every output of its columns there, stored as pairs, so the per-element work need
 Accurate math runs on the MUFU unit: 2^x = ex2.approx, sigmoid = rcp.approx(1 + ex2.approx(-x
 log2 e)) (relative errors ~2^-22; the ftz forms by default). Wk and U0 are two small mma products
 of the block-diagonal Ab.
-Variants measured on the H200 are in bench/NOTES.md (sessions 7 and 8). K1Config.short_out (JIT
-only) is the whole forward of sequences of one chunk: o = Mqk (Ab v) (and S^T = U0^T kr) in place
-of the workspace (session 32).
+Variants measured on the H200 are in bench/NOTES.md (sessions 7 and 8). K1Config.short_out is the
+whole forward of sequences of one chunk: o = Mqk (Ab v) (and S^T = U0^T kr) in place of the
+workspace (session 32, registry stage k1_short); with short_chunks 4 it runs up to four chunks of a
+sequence one after another (the pairwise form, sessions 33-34).
 """
 
 import tilelang.language as T

@@ -19,7 +19,7 @@ import itertools
 from dataclasses import asdict, dataclass
 from typing import Union
 
-from .configs import SHORT_FIXED_RLIMIT, SPP_RLIMIT, SPPS, DecodeConfig, K1Config, K2Config, OrderConfig, ScanConfig, split_pass
+from .configs import PAIRWISE_CHUNKS, SHORT_FIXED_RLIMIT, SPP_RLIMIT, SPPS, DecodeConfig, K1Config, K2Config, OrderConfig, ScanConfig, split_pass
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
@@ -138,6 +138,14 @@ def _released() -> tuple[Build, ...]:
     # calls take these too: the short form's transcendental work is K1's column pass alone.
     for varlen, out_final in itertools.product((False, True), (False, True)):
         builds.append(Build("k1_short", K1Config(varlen=varlen, short_out=True, short_ht=out_final, rsqrt_nr=True,
+                                                 early_loads=True, lean_prologue=True,
+                                                 verify_rlimit=0 if varlen else SHORT_FIXED_RLIMIT)))
+    # ... and sequences of at most 64 tokens (configs.PAIRWISE_TOKENS): the same program over up
+    # to four chunks, the earlier chunks' kr and U rows in shared memory (the pairwise form, 65 KB:
+    # 3 programs an SM, registers for that many; issue 9's 2048 x 64 row; sessions 33-34).
+    for varlen, out_final in itertools.product((False, True), (False, True)):
+        builds.append(Build("k1_short", K1Config(varlen=varlen, short_out=True, short_ht=out_final,
+                                                 short_chunks=PAIRWISE_CHUNKS, min_blocks=4, rsqrt_nr=True,
                                                  early_loads=True, lean_prologue=True,
                                                  verify_rlimit=0 if varlen else SHORT_FIXED_RLIMIT)))
     # The sequence split: K1, then pass A, the scan (which reads the initial state and writes the

@@ -29,10 +29,12 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
     configs.SPP_LONGEST_FIRST: (K1, the order, K2 one sequence a program through it); spp
     configs.TWO_CONSUMERS: K2 with two consumer warpgroups a program), or with `split`
     (K1, pass A, scan, pass C): the sequence split (configs.SPLIT_CHUNK-token chunks), where the
-    scan reads the initial state and writes the final state. spp SHORT_FORM: (the short form,)
-    alone, for any fast_math (no initial state)."""
-    if spp == SHORT_FORM:
-        return (registry.find("k1_short", varlen=varlen, short_ht=output_final_state),)
+    scan reads the initial state and writes the final state. spp SHORT_FORM or PAIRWISE_FORM: (the
+    short form over one or configs.PAIRWISE_CHUNKS chunks,) alone, for any fast_math (no initial
+    state)."""
+    if spp in (SHORT_FORM, PAIRWISE_FORM):
+        return (registry.find("k1_short", varlen=varlen, short_ht=output_final_state,
+                              short_chunks=1 if spp == SHORT_FORM else _configs.PAIRWISE_CHUNKS),)
     k1 = registry.find("k1", varlen=varlen, fast_math=fast_math, chunk=_configs.SPLIT_CHUNK if split else chunk)
     if split:
         return (k1, registry.find("k2_map", varlen=varlen),
@@ -49,8 +51,10 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
     return k1, k2
 
 
-# _plan's spp for the short form (configs.SHORT_TOKENS): one kernel, no K2
+# _plan's spp for the short form (configs.SHORT_TOKENS) and its pairwise form
+# (configs.PAIRWISE_TOKENS): one kernel, no K2
 SHORT_FORM = -3
+PAIRWISE_FORM = -4
 # True: every call the short form can serve takes it (KDA_TILE_SHORT=1 at import, or
 # set_short(True)). Off by default until its builds have run on a GPU (released in session 33, a
 # session without a device: proved and compiled, never run; bench/NOTES.md, round 33a).
@@ -64,19 +68,31 @@ def set_short(on: bool) -> None:
     SHORT = on
 
 
-def takes_short(q, cu_seqlens, initial_state, max_seqlen) -> bool:
-    """Whether a call takes the short form: no initial state, and every sequence at most
-    configs.SHORT_TOKENS tokens by the shapes alone (a fixed batch's T) or by the caller's
-    max_seqlen (varlen). No sync. Off under any FORCE_* setting and while SHORT is False."""
+def takes_short(q, cu_seqlens, initial_state, max_seqlen) -> int:
+    """The chunks of the short form a call takes (0: none): no initial state, and every sequence
+    at most configs.SHORT_TOKENS tokens (1) or configs.PAIRWISE_TOKENS (configs.PAIRWISE_CHUNKS)
+    by the shapes alone (a fixed batch's T) or by the caller's max_seqlen (varlen). No sync. Off
+    under any FORCE_* setting and while SHORT is False."""
     if not SHORT or initial_state is not None or FORCE_SPLIT is not None or FORCE_CHUNK is not None \
             or FORCE_SPP is not None or LONGEST_FIRST is True:
-        return False
+        return 0
     if cu_seqlens is None:
         try:
-            return 1 <= q.shape[1] <= _configs.SHORT_TOKENS
+            longest = q.shape[1]
         except (AttributeError, IndexError, TypeError):
-            return False
-    return max_seqlen is not None and max_seqlen <= _configs.SHORT_TOKENS
+            return 0
+        if longest < 1:
+            return 0
+    elif max_seqlen is None:
+        return 0
+    else:
+        longest = max_seqlen
+    return 1 if longest <= _configs.SHORT_TOKENS else _configs.PAIRWISE_CHUNKS if longest <= _configs.PAIRWISE_TOKENS else 0
+
+
+def _short_spp(n: int) -> int:
+    """_plan's spp for takes_short's n chunks"""
+    return SHORT_FORM if n == 1 else PAIRWISE_FORM
 
 
 def _check_max_seqlen(max_seqlen, q, cu_seqlens):
@@ -438,8 +454,8 @@ def check_inputs(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=No
     then the generated entry's argument checks. `device` names the device the tensors must
     share (default: a CUDA device), so the rules can be exercised on the CPU."""
     _check_max_seqlen(max_seqlen, q, cu_seqlens)
-    plan = ((False, 16, SHORT_FORM) if takes_short(q, cu_seqlens, initial_state, max_seqlen)
-            else _entry_plan(q, v, cu_seqlens))
+    n = takes_short(q, cu_seqlens, initial_state, max_seqlen)
+    plan = (False, 16, _short_spp(n)) if n else _entry_plan(q, v, cu_seqlens)
     builds = _prepare(initial_state, output_final_state, cu_seqlens, fast_math, *plan)
     kw = _expect_device(device)
     entry = _gated_entry(*builds)
@@ -459,22 +475,52 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
                 out=None, final_state_out=None, max_seqlen=None):
     """KDA forward with the safe gate, in-kernel q/k L2 norm and beta sigmoid.
 
-    q, k: [B, T, H, 128] bf16; v: [B, T, HV, 128] bf16; g: [B, T, HV, 128] bf16;
-    beta: [B, T, HV] bf16 (logits); A_log: [HV] fp32; dt_bias: [HV, 128] fp32; lower_bound in
-    [-5, 0); initial_state: [N, HV, V, K] fp32 or bf16; cu_seqlens: [N + 1] int64 with B == 1.
-    HV = H, or a multiple of H for GVA: value head hv uses q/k head hv // (HV / H).
-    Returns (o [B, T, HV, V] bf16, final_state [N, HV, V, K] or None); final_state's dtype
-    follows initial_state (fp32 without one).
+    Per token: q and k L2-normalised, beta = sigmoid(beta), the gate
+    g = lower_bound * sigmoid(exp(A_log) (g + dt_bias)) and the gated delta rule
+    (kda_kernels/reference.py is the float64 statement). HV = H, or a multiple of H (GVA):
+    value head hv uses q/k head hv // (HV / H).
 
-    out, final_state_out: optional caller-provided outputs, written in place and returned. They are
-    checked like the inputs (shape, dtype, device, strides, alignment, no overlap with any input);
-    final_state_out needs output_final_state=True.
+    Args:
+        q, k: [B, T, H, 128] bf16.
+        v: [B, T, HV, 128] bf16.
+        g: [B, T, HV, 128] bf16, the gate's raw input.
+        beta: [B, T, HV] bf16, logits.
+        A_log: [HV] fp32.
+        dt_bias: [HV, 128] fp32.
+        lower_bound: float in [-5, 0), default -5.0.
+        scale: float > 0 applied to q, default None (1 / sqrt(128)).
+        initial_state: [N, HV, V, K] fp32 or bf16 (V-major), default None (zeros).
+        output_final_state: bool, default False: also return the state after the last token.
+        cu_seqlens: [N + 1] int64 with B == 1, a packed batch of N sequences (N <= 2^20);
+            default None: B sequences of T tokens.
+        fast_math: bool, default False: K1 builds with tanh.approx sigmoid and rsqrt.approx
+            (README: the measured bound and speed-up).
+        out: optional [B, T, HV, V] bf16 written in place and returned; checked like the
+            inputs (shape, dtype, device, strides, alignment, no overlap with any input).
+        final_state_out: optional [N, HV, V, K] in the final state's dtype, likewise; needs
+            output_final_state=True.
+        max_seqlen: optional int >= 0, the longest sequence of a varlen call as the caller
+            knows it on the host (serving engines hold it). With every sequence at most 64
+            tokens and no initial state the call runs as one kernel (the short form,
+            configs.SHORT_TOKENS and PAIRWISE_TOKENS, while api.SHORT is on); a fixed batch with
+            T <= 64 does so without it. A promise: a longer sequence gets NaN in its o rows and
+            final state. With a fixed batch it must be at least T.
 
-    max_seqlen: optional, the longest sequence of a varlen call as the caller knows it on the
-    host (serving engines hold it). With every sequence at most 16 tokens and no initial state
-    the call runs as one kernel (the short form, configs.SHORT_TOKENS); a fixed batch with
-    T <= 16 does so without it. It is a promise: a longer sequence gets NaN in its o rows and
-    final state there. With a fixed batch it must be at least T.
+    Returns:
+        (o [B, T, HV, V] bf16, final_state [N, HV, V, K] or None). final_state's dtype follows
+        initial_state (fp32 without one); N = B without cu_seqlens.
+
+    Raises:
+        TypeError, ValueError: one line naming the argument, what was expected and what was
+            given (dtype, rank, shapes, strides, device, alignment, cu_seqlens, lower_bound,
+            max_seqlen, state shape, bools).
+        RuntimeError: a tensor that requires grad while grad is enabled (no backward yet).
+        kda_tile.gate.UnverifiedBuildError: the build the call needs has no current proved
+            record in the manifest (run `python -m verify`).
+
+    Example:
+        >>> o, ht = kda_prefill(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias,
+        ...                     cu_seqlens=cu, output_final_state=True)
 
     Under torch.compile the call is recorded as the custom op torch.ops.kda_tile.prefill
     (kda_tile.ops), with a fake implementation from the same shape rules.
@@ -500,8 +546,9 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
                 and LONGEST_FIRST is not True)
     except (AttributeError, TypeError):
         tiny = False
-    if SHORT and takes_short(q, cu_seqlens, initial_state, max_seqlen):
-        split, chunk, spp = False, 16, SHORT_FORM
+    n_short = SHORT and takes_short(q, cu_seqlens, initial_state, max_seqlen)
+    if n_short:
+        split, chunk, spp = False, 16, _short_spp(n_short)
     elif tiny:
         split, chunk, spp = False, 16, 1
     else:

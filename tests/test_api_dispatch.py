@@ -59,12 +59,13 @@ def test_each_call_gets_the_builds_select_builds_names(recorder):
             out = api.kda_prefill(x, x, x, x, x[..., 0], output_final_state=ht, fast_math=fast, **kw)
             assert out == ("o", None)
             k1, k2, nargs, _ = recorder[-1]
-            short = api.SHORT and not varlen and h0 is None and L <= configs.SHORT_TOKENS
+            short = api.SHORT and not varlen and h0 is None and L <= configs.PAIRWISE_TOKENS
             want = api.select_builds(varlen=varlen, fast_math=fast,
                                      initial_state_dtype=None if h0 is None else api._STATE_DTYPES[h0],
                                      output_final_state=ht,
                                      chunk=32 if configs_chunk32(n, H, L, fast) else 16,
-                                     spp=api.SHORT_FORM if short else configs.TWO_CONSUMERS if configs_two(n, H, L)
+                                     spp=(api.SHORT_FORM if L <= configs.SHORT_TOKENS else api.PAIRWISE_FORM) if short
+                                     else configs.TWO_CONSUMERS if configs_two(n, H, L)
                                      else 1)
             assert (k1, k2) == (want[0], want[-1]), (varlen, fast, h0, ht, n, H, L)
             assert (len(want) == 1) == short

@@ -1,5 +1,6 @@
-"""The short form's routing (session 33): kda_prefill serves a call whose sequences all have at
-most configs.SHORT_TOKENS tokens and no initial state with the one-kernel k1_short builds, known
+"""The short form's routing (sessions 33-34): kda_prefill serves a call whose sequences all have
+at most configs.SHORT_TOKENS tokens (one chunk) or configs.PAIRWISE_TOKENS (the pairwise form over
+configs.PAIRWISE_CHUNKS chunks) and no initial state with the one-kernel k1_short builds, known
 without a sync (a fixed batch's T, a varlen call's max_seqlen), and checks max_seqlen. CPU only:
 the entry is replaced by a recorder, or the entry's checks run on CPU tensors."""
 import pytest
@@ -7,6 +8,7 @@ import torch
 
 from host_codegen import released_entries, released_pairs
 from kda_kernels import configs, registry
+from kda_kernels.configs import K1Config
 from kda_tile import api, gate
 
 bf = torch.bfloat16
@@ -43,15 +45,19 @@ def _stages(call):
     return tuple(b.stage for b in call)
 
 
-def test_four_short_builds_released_with_their_own_entries():
+def test_eight_short_builds_released_with_their_own_entries():
     short = [b for b in registry.RELEASED if b.stage == "k1_short"]
-    assert sorted((b.config.varlen, b.config.short_ht) for b in short) == [(False, False), (False, True),
-                                                                          (True, False), (True, True)]
+    assert sorted((b.config.varlen, b.config.short_ht, b.config.short_chunks) for b in short) == [
+        (v, ht, n) for v in (False, True) for ht in (False, True) for n in (1, configs.PAIRWISE_CHUNKS)]
+    assert configs.PAIRWISE_TOKENS == 64 and configs.SHORT_TOKENS == 16
     for b in short:
         c = b.config
         assert c.short_out and c.chunk == configs.SHORT_TOKENS and not c.fast_math and not c.u0_in_k2
         assert c.verify_rlimit == (0 if c.varlen else configs.SHORT_FIXED_RLIMIT)
-        assert "T <= 16" in c.preconditions() if not c.varlen else all("T <=" not in p for p in c.preconditions())
+        tokens = c.chunk * c.short_chunks
+        assert f"T <= {tokens}" in c.preconditions() if not c.varlen else all("T <=" not in p for p in c.preconditions())
+        # the pairwise form's 65 KB of shared memory leave 3 programs an SM: registers for 4
+        assert c.min_blocks == (4 if c.short_chunks > 1 else K1Config().min_blocks)
         assert not any("NC" in p for p in c.preconditions()) and c.derived_vars() == {}
     assert [(b,) for b in short] == [e for e in released_entries() if e[0].stage == "k1_short"]
     assert not any(b.stage == "k1_short" for p in released_pairs() for b in p)
@@ -59,18 +65,20 @@ def test_four_short_builds_released_with_their_own_entries():
 
 @pytest.mark.parametrize("fast", [False, True])
 @pytest.mark.parametrize("ht", [False, True])
-def test_fixed_batches_of_at_most_16_tokens_take_the_short_form(recorder, ht, fast):
-    for T in (1, 5, 16):
+def test_fixed_batches_of_at_most_64_tokens_take_the_short_form(recorder, ht, fast):
+    for T, n in ((1, 1), (5, 1), (16, 1), (17, 4), (33, 4), (64, 4)):
         a, kw = _call(3, T)
         api.kda_prefill(*a, output_final_state=ht, fast_math=fast, **kw)
         (b,) = recorder[-1]
-        assert b.stage == "k1_short" and not b.config.varlen and b.config.short_ht == ht
-    a, kw = _call(3, 17)
+        assert b.stage == "k1_short" and not b.config.varlen and b.config.short_ht == ht, T
+        assert b.config.short_chunks == n, T
+    a, kw = _call(3, 65)
     api.kda_prefill(*a, output_final_state=ht, fast_math=fast, **kw)
     assert _stages(recorder[-1])[0] == "k1" and len(recorder[-1]) >= 2
-    a, kw = _call(3, 16, h0=True)   # an initial state: K1 and K2
-    api.kda_prefill(*a, output_final_state=ht, fast_math=fast, **kw)
-    assert _stages(recorder[-1])[0] == "k1"
+    for T in (16, 64):   # an initial state: K1 and K2
+        a, kw = _call(3, T, h0=True)
+        api.kda_prefill(*a, output_final_state=ht, fast_math=fast, **kw)
+        assert _stages(recorder[-1])[0] == "k1"
 
 
 def test_varlen_calls_take_it_only_with_max_seqlen(recorder):
@@ -80,7 +88,12 @@ def test_varlen_calls_take_it_only_with_max_seqlen(recorder):
     assert _stages(recorder[-1])[0] == "k1"
     api.kda_prefill(*a, max_seqlen=16, **kw)
     assert _stages(recorder[-1]) == ("k1_short",) and recorder[-1][0].config.varlen
-    api.kda_prefill(*a, max_seqlen=17, **kw)
+    assert recorder[-1][0].config.short_chunks == 1
+    for m in (17, 64):
+        api.kda_prefill(*a, max_seqlen=m, **kw)
+        assert _stages(recorder[-1]) == ("k1_short",) and recorder[-1][0].config.varlen
+        assert recorder[-1][0].config.short_chunks == configs.PAIRWISE_CHUNKS
+    api.kda_prefill(*a, max_seqlen=65, **kw)
     assert _stages(recorder[-1])[0] == "k1"
     a, kw = _call(1, sum(lens), lens=lens, h0=True)
     api.kda_prefill(*a, max_seqlen=16, **kw)
@@ -131,11 +144,11 @@ def test_bad_max_seqlen_is_named(recorder, bad, msg):
 
 
 def test_max_seqlen_below_a_fixed_batchs_T_is_an_error(recorder):
-    a, kw = _call(2, 40)
-    with pytest.raises(ValueError, match=r"^max_seqlen: expected at least T = 40 \(q.shape\[1\]\) for a fixed "
-                                         r"batch, got 16$"):
-        api.kda_prefill(*a, max_seqlen=16, **kw)
-    api.kda_prefill(*a, max_seqlen=40, **kw)
+    a, kw = _call(2, 80)
+    with pytest.raises(ValueError, match=r"^max_seqlen: expected at least T = 80 \(q.shape\[1\]\) for a fixed "
+                                         r"batch, got 64$"):
+        api.kda_prefill(*a, max_seqlen=64, **kw)
+    api.kda_prefill(*a, max_seqlen=80, **kw)
     assert _stages(recorder[-1])[0] == "k1"
 
 
@@ -157,8 +170,15 @@ def test_the_short_entry_checks_its_arguments(_allow_unverified, monkeypatch):
         api.check_inputs(*a, device="cpu", max_seqlen=-2, **kw)
     # the fixed build's entry refuses rows longer than its chunk, whoever calls it
     from host_codegen import get_entry
-    entry = get_entry(registry.find("k1_short", varlen=False, short_ht=False), backend="py")
-    x = torch.randn(2, 17, 2, 128).to(bf)
-    with pytest.raises(ValueError, match=r"^q: expected T <= 16, got T = 17$"):
-        entry.validate_only(x, x, x, x, torch.zeros(2, 17, 2).to(bf), torch.zeros(2), torch.zeros(2, 128), None,
-                            None, -5.0, None, expect_device="cpu")
+    for n, T in ((1, 16), (configs.PAIRWISE_CHUNKS, 64)):
+        entry = get_entry(registry.find("k1_short", varlen=False, short_ht=False, short_chunks=n), backend="py")
+        x = torch.randn(2, T, 2, 128).to(bf)
+        args = (torch.zeros(2, T, 2).to(bf), torch.zeros(2), torch.zeros(2, 128), None, None, -5.0, None)
+        entry.validate_only(x, x, x, x, *args, expect_device="cpu")
+        x = torch.randn(2, T + 1, 2, 128).to(bf)
+        args = (torch.zeros(2, T + 1, 2).to(bf),) + args[1:]
+        with pytest.raises(ValueError, match=rf"^q: expected T <= {T}, got T = {T + 1}$"):
+            entry.validate_only(x, x, x, x, *args, expect_device="cpu")
+    lens = [3, 0, 64, 17]
+    a, kw = _call(1, sum(lens), lens=lens)
+    api.check_inputs(*a, device="cpu", max_seqlen=64, output_final_state=True, **kw)

@@ -80,7 +80,8 @@ def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False, sp
                max_seqlen=None, short=None):
     """split: None, or whether kda_tile.api.use_split must choose the sequence split here; spp:
     None, or the sequences a K2 program must walk here (kda_tile.api.spp_for); short: None, or
-    whether the modes without an initial state must take the short form (kda_tile.api.takes_short)."""
+    the chunks of the short form the modes without an initial state must take (0: none; 1; the
+    pairwise form's configs.PAIRWISE_CHUNKS: kda_tile.api.takes_short)."""
     import kda_tile
     from kda_kernels.reference import rel_err
     from kda_tile.api import spp_for, takes_short, use_split
@@ -211,15 +212,23 @@ def short_on(monkeypatch):
     monkeypatch.setattr(api, "SHORT", True)
 
 
+def _chunks(longest):
+    from kda_kernels import configs
+    return 1 if longest <= configs.SHORT_TOKENS else configs.PAIRWISE_CHUNKS
+
+
 @pytest.mark.parametrize("B,T,H,HV", [(3, 16, 2, 2), (2, 5, 3, 3), (1, 1, 1, 1), (4, 13, 8, 8), (3, 11, 2, 6),
-                                      (64, 16, 32, 32), (7, 16, 1, 4)])
+                                      (64, 16, 32, 32), (7, 16, 1, 4),
+                                      (3, 64, 2, 2), (2, 17, 3, 3), (4, 40, 8, 8), (3, 33, 2, 6), (64, 64, 32, 32),
+                                      (5, 48, 1, 4)])
 def test_short_fixed(B, T, H, HV, short_on):
-    """The short form (fixed batches with T <= 16, no initial state; session 33): every state mode
-    (those with an initial state take K1 and K2), then fast_math, which takes the same builds."""
+    """The short form (fixed batches with T <= 16, or T <= 64 in the pairwise form; no initial
+    state; sessions 33-34): every state mode (those with an initial state take K1 and K2), then
+    fast_math, which takes the same builds."""
     inp = _inputs(B, T, H, seed=71 + B * T + H, HV=HV)
-    _run_modes(f"short fixed B={B} T={T} H={H} HV={HV}", inp, None, short=True)
+    _run_modes(f"short fixed B={B} T={T} H={H} HV={HV}", inp, None, short=_chunks(T))
     _run_modes(f"short fixed B={B} T={T} H={H} HV={HV} fast_math", inp, None, modes=[0, 3], fast_math=True,
-               short=True)
+               short=_chunks(T))
 
 
 def _ragged(n, most, seed, empty_every=8):
@@ -232,32 +241,37 @@ def _ragged(n, most, seed, empty_every=8):
 @pytest.mark.parametrize("lens,H,HV,max_seqlen", [
     ([1, 0, 16, 7, 16, 3], 4, 4, 16), ([0, 9, 16, 1, 0], 1, 4, 16), ([5, 9, 2], 2, 2, 9), ([0, 0, 1], 3, 3, 1),
     ("ragged500", 2, 2, 16), ("ragged4096", 8, 8, 16), ("ragged8192", 32, 32, 16),
-], ids=["mixed_H4", "gva_H1_HV4", "max9", "one_token", "ragged500", "ragged4096_H8", "ragged8192_H32"])
+    ([1, 0, 64, 17, 33, 16, 48], 4, 4, 64), ([0, 20, 64, 1, 0], 1, 4, 64), ([5, 9, 2], 2, 2, 40),
+    ("ragged500", 2, 2, 64), ("ragged4096", 8, 8, 64), ("ragged2048", 32, 32, 64),
+], ids=["mixed_H4", "gva_H1_HV4", "max9", "one_token", "ragged500", "ragged4096_H8", "ragged8192_H32",
+        "pw_mixed_H4", "pw_gva_H1_HV4", "pw_max40_short_seqs", "pw_ragged500", "pw_ragged4096_H8",
+        "pw_ragged2048_H32"])
 def test_short_varlen(lens, H, HV, max_seqlen, short_on):
-    """The short form of varlen calls (max_seqlen <= 16, no initial state): empty and one-token
-    sequences, GVA, thousands of sequences (one in eight empty); every state mode."""
+    """The short form of varlen calls (max_seqlen <= 16, or <= 64 in the pairwise form; no
+    initial state): empty and one-token sequences, GVA, thousands of sequences (one in eight
+    empty); every state mode."""
     if isinstance(lens, str):
         n = int(lens[len("ragged"):])
-        lens = _ragged(n, 16, n + H)
+        lens = _ragged(n, max_seqlen, n + H)
     cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
     inp = _inputs(1, sum(lens), H, cu=cu, seed=79 + len(lens) + H, HV=HV)
     modes = range(len(STATE_MODES)) if len(lens) <= 500 else [0, 3, 4]
     _run_modes(f"short varlen n={len(lens)} H={H} HV={HV} max_seqlen={max_seqlen}", inp, cu, modes=modes,
-               max_seqlen=max_seqlen, short=True)
+               max_seqlen=max_seqlen, short=_chunks(max_seqlen))
 
 
-def test_short_max_seqlen_broken(short_on):
+@pytest.mark.parametrize("lens,max_seqlen", [([3, 40, 16, 0, 20, 1], 16), ([3, 70, 64, 0, 65, 17, 1], 64)])
+def test_short_max_seqlen_broken(lens, max_seqlen, short_on):
     """A varlen call whose max_seqlen understates a sequence: that sequence's o rows and final
     state come back NaN, every other sequence's are right."""
     import kda_tile
     from kda_kernels import reference as R
     from kda_kernels.reference import rel_err
-    lens = [3, 40, 16, 0, 20, 1]
     cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int64, device="cuda")
     inp = _inputs(1, sum(lens), 2, cu=cu, seed=83)
     o, ht = kda_tile.kda_prefill(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], A_log=inp["A_log"],
                                  dt_bias=inp["dt_bias"], lower_bound=inp["lower_bound"], output_final_state=True,
-                                 cu_seqlens=cu, max_seqlen=16)
+                                 cu_seqlens=cu, max_seqlen=max_seqlen)
     o_ref, ht_ref = R.kda_recurrent(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], gate_kind="safe",
                                     A_log=inp["A_log"], dt_bias=inp["dt_bias"], lower_bound=inp["lower_bound"],
                                     output_final_state=True, cu_seqlens=cu)
@@ -265,16 +279,16 @@ def test_short_max_seqlen_broken(short_on):
     errs = []
     for n, ln in enumerate(lens):
         rows = slice(bounds[n], bounds[n + 1])
-        if ln > 16:
+        if ln > max_seqlen:
             assert bool(torch.isnan(o[0, rows]).all()) and bool(torch.isnan(ht[n]).all()), (n, ln)
         else:
             assert not bool(torch.isnan(o[0, rows]).any()) and not bool(torch.isnan(ht[n]).any()), (n, ln)
             errs.append(rel_err(ht[n], ht_ref[n]))
             if ln:
                 errs.append(rel_err(o[0, rows], o_ref[0, rows]))
-    RESULTS.append(dict(case=f"short varlen {lens} max_seqlen=16 (broken)", mode="out-f32", fast_math=False,
-                        err_o=max(errs), err_ht=None, unwritten_or_nan=False, seconds=None, split=False, spp=1,
-                        short=True))
+    RESULTS.append(dict(case=f"short varlen {lens} max_seqlen={max_seqlen} (broken)", mode="out-f32",
+                        fast_math=False, err_o=max(errs), err_ht=None, unwritten_or_nan=False, seconds=None,
+                        split=False, spp=1, short=_chunks(max_seqlen)))
     _flush()
     assert max(errs) <= TOL, errs
 

@@ -41,7 +41,7 @@ def test_short_out_rejects_other_forms():
 
 @pytest.mark.parametrize("varlen", [False, True])
 def test_pairwise_form_takes_the_short_signature(varlen):
-    """short_chunks > 1 (the pairwise form, JIT): the same parameters as the one-chunk builds, a
+    """short_chunks > 1 (the pairwise form, released with 4): the same parameters as the one-chunk builds, a
     name that says how many chunks, and fixed batches bounded by them."""
     from kda_kernels.k1_prepare import build_k1
     cfg = K1Config(varlen=varlen, short_out=True, short_ht=True, short_chunks=4, min_blocks=4, rsqrt_nr=True,
@@ -54,18 +54,6 @@ def test_pairwise_form_takes_the_short_signature(varlen):
     assert ("T <= 64" in cfg.preconditions()) == (not varlen)
     with pytest.raises(AssertionError, match="short_chunks"):
         build_k1(K1Config(varlen=varlen, short_chunks=4, u0_in_k2=True, lean_prologue=True))
-
-
-def test_pairwise_varlen_build_proves():
-    """bench/pairwise_verify.py's varlen build with the final state (~60 s on 2 cores; its fixed
-    twins take ~270 s each and are proved in bench/NOTES.md, session 33)."""
-    from pathlib import Path
-    from verify.jobs import _work, module_jobs, run_parallel
-    from verify.report import PROVED
-    module = str(Path(__file__).resolve().parent.parent / "bench" / "pairwise_verify.py")
-    specs = [("module", module, j.name) for j in module_jobs(module) if j.name == "pairwise_varlen_ht"]
-    (r,) = run_parallel(_work, specs, 1)
-    assert r.status == PROVED, [(c.name, c.status) for c in r.checks]
 
 
 def _pairwise_buffers(q, k, v, g, beta, *, A_log, dt_bias, cu_seqlens, n_max=4):
