@@ -1,5 +1,5 @@
 """Side-by-side forward benchmark on one GPU: kda_tile vs fla's Triton chunk_kda (FLA_FLASH_KDA=0)
-vs the cuDNN frontend KDA, in one process, on the same inputs, at the shapes of KDA.md's table,
+vs the cuDNN frontend KDA, in one process, on the same inputs, at issue 13's shapes (SHAPES below),
 with fp32 initial and final state. Every library runs in each of its legitimate call modes
 (inference_mode or no_grad; cu_seqlens or a plain batch on equal lengths; cuDNN's cu_seqlens dtype
 and batch_invariant); each mode's output is checked against ours first, and the fastest agreeing

@@ -355,7 +355,7 @@ class K1Config:
 
     def scalar_preconditions(self) -> list[str]:
         """Ranges of the scalar parameters. lower_bound >= -5 keeps 2^(+-G) inside bf16 over 16
-        tokens (KDA.md section 2): a 16-token chunk, or either half of a 32-token one."""
+        tokens (docs/math.md section 2.1): a 16-token chunk, or either half of a 32-token one."""
         return ["lower_bound >= -5.0", "lower_bound < 0.0", "scale > 0.0", "scale < 1e30"]
 
     def preconditions(self) -> list[str]:
@@ -390,7 +390,7 @@ class K2Config(StateIO):
     in_dtype: str = "bfloat16"
     ws_dtype: str = "float16"  # Wk, qd, kr, U0, Mqk (see K1Config)
     bank_conflict_budget: int = 8
-    # The sequence split (issue 9; KDA.md section 3): "full" runs each sequence's whole chain;
+    # The sequence split (issue 9; docs/math.md section 4): "full" runs each sequence's whole chain;
     # "map" (pass A) runs each of G segments of a sequence from zero with V value rows and from the
     # identity with K more rows and U0 = 0, writing the segment's affine map S_end = S_start M + B
     # as maps[n, g] = [B; M] and no output; "seg" (pass C) runs each segment from the start state

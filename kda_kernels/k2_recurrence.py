@@ -15,7 +15,7 @@ so the chain per chunk is two dependent wgmma groups. A loading warpgroup fills 
 `stages` slots by TMA; the roles meet only at the ring's mbarriers, with no CTA-wide barrier
 per chunk.
 
-The sequence split (K2Config.mode; KDA.md section 3). Per chunk St -> St P + Q with
+The sequence split (K2Config.mode; docs/math.md section 4). Per chunk St -> St P + Q with
 P = diag(gC) - Wk^T kr and Q = U0^T kr, the same P for every row, so a segment of chunks maps
 S_start to S_start M + B. A sequence is cut into segments of L chunks (L a scalar parameter, G
 segments in the grid's z); pass A ("map") runs each segment with V rows started at zero (they

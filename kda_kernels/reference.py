@@ -1,4 +1,4 @@
-"""Float64 reference for the KDA forward (docs/KDA.md sections 1 and 2).
+"""Float64 reference for the KDA forward (docs/math.md sections 1 and 2).
 
 Pure torch, on whatever device the inputs live; everything is computed in float64.
 
@@ -221,7 +221,7 @@ def _chunk_rows(tk, C):
 def kda_chunked(q, k, v, g, beta, *, gate_kind="safe", A_log=None, dt_bias=None, lower_bound=-5.0,
                 scale=None, initial_state=None, output_final_state=False, cu_seqlens=None,
                 use_qk_l2norm=True, use_beta_sigmoid=True, chunk=CHUNK):
-    """The chunked algorithm of KDA.md section 2, sequential over chunks, all sequences and
+    """The chunked algorithm of docs/math.md section 2, sequential over chunks, all sequences and
     heads at once. Same arguments and results as `kda_recurrent`."""
     tk = _tokens(q, k, v, g, beta, gate_kind=gate_kind, A_log=A_log, dt_bias=dt_bias,
                  lower_bound=lower_bound, scale=scale, cu_seqlens=cu_seqlens,
@@ -391,7 +391,7 @@ def segment_maps(q, k, v, g, beta, *, segment_chunks, gate_kind="safe", A_log=No
 def kda_segmented(q, k, v, g, beta, *, segment_chunks, gate_kind="safe", A_log=None, dt_bias=None,
                   lower_bound=-5.0, scale=None, initial_state=None, output_final_state=False,
                   cu_seqlens=None, use_qk_l2norm=True, use_beta_sigmoid=True, chunk=CHUNK):
-    """The sequence split (KDA.md section 3), exact: pass A gives every segment's map (M, B); a
+    """The sequence split (docs/math.md section 4), exact: pass A gives every segment's map (M, B); a
     scan S_{i+1} = M_i S_i + B_i over the segments of each sequence gives every segment's start
     state; pass C is the chunked forward of each segment from its start state. Same arguments and
     results as `kda_chunked`, plus `segment_chunks`."""

@@ -2,7 +2,7 @@
 
 Every rule runs through both generated entries: the Python one (stage A) and the C++ one
 compiled and loaded through TVM-FFI (stage B), via `validate_only(..., expect_device="cpu")`.
-Expected values here come from the operation's contract (KDA.md section 1), not from the
+Expected values here come from the operation's contract (docs/math.md section 1), not from the
 spec the generator read, so a wrong IR reading shows up as a failure.
 """
 import dataclasses

@@ -1,5 +1,5 @@
 """Checks of the float64 reference: the recurrence against a naive per-head loop written from
-KDA.md section 1, the chunked form against the recurrence, the K1 workspace, rel_err and
+docs/math.md section 1, the chunked form against the recurrence, the K1 workspace, rel_err and
 random_inputs."""
 import math
 
@@ -37,7 +37,7 @@ def make_case(B=1, T=52, H=3, K=32, V=24, *, seed=0, gate_kind="safe", cu_seqlen
 
 def naive(q, k, v, g, beta, *, gate_kind, A_log, dt_bias, lower_bound, scale, initial_state,
           output_final_state, cu_seqlens, use_qk_l2norm, use_beta_sigmoid):
-    """KDA.md section 1, one sequence, one head, one token at a time, S kept as K x V."""
+    """docs/math.md section 1, one sequence, one head, one token at a time, S kept as K x V."""
     B, T, H, K = q.shape
     V = v.shape[-1]
     scale = K ** -0.5 if scale is None else scale
