@@ -44,8 +44,10 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round34  # session 34, one call: both forms' checks and their headline rows (JIT), then their GPU tests (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34a # session 34: the short form (1 chunk) and the pairwise form (4), JIT against the two-kernel path (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34b # session 34: both forms through the host entry: their GPU tests, the T <= 64 matrix rows (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round34c # session 34: a copy with K1's grid, pattern and bytes against K1 (is the H200's K1 at its pattern's floor?) (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round33a # sessions 32-33: the short form, JIT against the two-kernel path, then released: its GPU tests (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round33b # session 33: the pairwise form (up to 4 chunks, JIT) against the two-kernel path (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round33c # session 33: issue 9's many-sequence rows with the peers, no state and final state (~8 min)
@@ -636,6 +638,21 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     K1_SHAPES="H96 1x8192 cu;H32 2048x64 cu" timeout 150 python bench/k1_round.py 1,64,12,holes,diag,ds,u0k2,el,lp,sg,rnr \
       > "$OUT/k1_round.log" 2>&1
     grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -5 "$OUT/k1_round.log" ;;
+  round34)
+    # session 34, rounds 34a and 34b in one call where starts are scarce: the short and pairwise
+    # forms JIT against float64 and against the two-kernel path on issue 9's two rows only, then
+    # the short GPU tests through the host entry
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    SHORT_SHAPES="H32 8192x16 cu;H32 8192x16" KDA_TILE_SHORT=0 timeout 120 python -u bench/short_round.py \
+      > "$OUT/short_round.log" 2>&1
+    grep -E "Error|error" "$OUT/short_round.log" | head -3; tail -5 "$OUT/short_round.log"
+    SHORT_SHAPES="H32 2048x64 cu;H32 2048x64" KDA_TILE_SHORT=0 timeout 120 python -u bench/short_round.py --chunks 4 \
+      > "$OUT/pairwise4.log" 2>&1
+    grep -E "Error|error" "$OUT/pairwise4.log" | head -3; tail -5 "$OUT/pairwise4.log"
+    timeout 200 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k short -p no:cacheprovider \
+      > "$OUT/pytest_short.log" 2>&1
+    echo "short: $(grep -E "passed|failed" "$OUT/pytest_short.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_short.log" | head -8 ;;
   round34a)
     # session 34: the released short form (one chunk, <= 16 tokens) and pairwise form (four chunks,
     # <= 64), JIT, each checked against float64, then timed against kda_prefill's two-kernel path
@@ -666,6 +683,13 @@ for k in (1, 4):
               f"state {max((x['err_ht'] or 0) for x in r):.2e}, nan {sum(bool(x['unwritten_or_nan']) for x in r)}")
 PY
     ;;
+  round34c)
+    # session 34: bench/copy_floor.py, K1's grid, threads, copies and bytes without its arithmetic,
+    # against the released 16- and 32-token K1 and a contiguous copy of the same bytes (NOTES
+    # session 34 has the prediction for each card)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 240 python -u bench/copy_floor.py 96:8192 8:65536 32:131072 > "$OUT/copy_floor.log" 2>&1
+    grep -E "Error|error" "$OUT/copy_floor.log" | head -3; tail -5 "$OUT/copy_floor.log" ;;
   round33a)
     # sessions 32-33: sequences of at most one chunk as one kernel (K1Config.short_out: o = Mqk
     # (Ab v), no workspace, a program a sequence), JIT, checked against float64, then against

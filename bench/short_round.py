@@ -25,6 +25,7 @@ state. The JIT builds here are the registry's configs (n = 2: the same with two 
 """
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -99,6 +100,9 @@ def main():
                     help="1: the released short form; 2 or 4: the pairwise form (JIT)")
     n = ap.parse_args().chunks
     cases, shapes = (CASES, SHAPES) if n == 1 else (CASES_N, SHAPES_N)
+    # SHORT_SHAPES="label;label": only those timing shapes (a short device call)
+    only = [x for x in os.environ.get("SHORT_SHAPES", "").split(";") if x]
+    shapes = [s for s in shapes if not only or s[0] in only]
     most = 16 * n
     worst = [0.0, 0.0]
     for ht in (False, True):
