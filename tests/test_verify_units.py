@@ -361,3 +361,24 @@ def test_warp_uniform_terms_only_split_the_block_at_warp_boundaries():
     assert not _warp_uniform(k, z3.If(100 <= tx, a, 0))
     assert not _warp_uniform(k, z3.If(tx == 128, a, 0))
     assert not _warp_uniform(k, 8 * (tx % 4))
+
+
+def test_an_error_names_the_step_it_came_from():
+    """A kernel whose factory, lowering or mutation raises is reported as an error that says
+    where (the user's kernel factory, TileLang's lowering, ...), not as a bare exception."""
+    from tests.seeded.barrier_bugs import mbar_ok
+
+    from verify.runner import Job, verify_job
+
+    def broken():
+        raise ValueError("no such tile size")
+    r = verify_job(Job(name="f", factory=broken))
+    assert r.error.startswith("in building the kernel (its factory): ValueError: no such tile size"), r.error
+    r = verify_job(Job(name="l", factory=lambda: "not a prim_func"))
+    assert r.error.startswith("in lowering: "), r.error
+
+    def bad_mutation(f):
+        raise RuntimeError("mutant")
+    r = verify_job(Job(name="m", factory=mbar_ok, pass_configs={"tl.disable_thread_storage_sync": True},
+                       mutate=bad_mutation))
+    assert r.error.startswith("in the mutation: RuntimeError: mutant"), r.error

@@ -37,10 +37,14 @@ class Job:
     rlimit: int = 0                      # Z3 units a query may take, when above solver.DEFAULT_RLIMIT
 
 
-def verify_lowered(lowered, job: Job, report: KernelReport) -> KernelReport:
+def verify_lowered(lowered, job: Job, report: KernelReport, phase: list = None) -> KernelReport:
+    """Runs the checks on a lowered kernel into report; phase[0] names the step under way (for
+    the error of a step that raises)."""
+    phase = [""] if phase is None else phase
     t0 = time.perf_counter()
     before = dict(solver.stats)
     solver.stats["rlimit_max"] = 0
+    phase[0] = "extracting the model"
     k = extract(lowered, job.preconditions, job.derived, job.monotone, name=job.name, distinct=job.distinct)
     rlimit = solver.DEFAULT_RLIMIT
     if job.rlimit and rlimit:      # a kernel's own budget raises the default, never lowers it (0: none)
@@ -49,13 +53,17 @@ def verify_lowered(lowered, job: Job, report: KernelReport) -> KernelReport:
     for cat, mod in FAMILIES:
         if job.only and cat not in job.only:
             continue
+        phase[0] = f"the {cat} checks"
         report.checks.extend(mod.run(k, ctx, job.bank_budget))
     if job.any_contents and k.monotone and (not job.only or "bounds" in job.only):
         from .checks.bounds import any_contents
+        phase[0] = "bounds.any_contents"
         report.checks.append(any_contents(lowered, job))
     from .checks import model
+    phase[0] = "the model checks"
     report.checks.extend(model.run(k, ctx))
     from .guards import guarded_accesses
+    phase[0] = "bounds.guarded"
     g = guarded_accesses(lowered, job, k) if not job.only or "bounds" in job.only else None
     if g is not None:
         report.checks.append(g)
@@ -99,25 +107,31 @@ def progress_line(report: KernelReport, done: int, total: int) -> str:
 def verify_job(job: Job, keep=None) -> KernelReport:
     from .lowering import Lowered  # noqa: F401
     report = KernelReport(name=job.name, config=job.config)
+    phase = [""]
     try:
         lowered = _LOWERED.get(job.lower_key) if job.lower_key is not None else None
         if lowered is None:
+            phase[0] = "building the kernel (its factory)"
             func = job.factory() if callable(job.factory) and not _is_prim_func(job.factory) else job.factory
+            phase[0] = "lowering"
             lowered = lower(func, job.pass_configs, job.name)
             report.lower_seconds = round(lowered.seconds, 2)
             if job.lower_key is not None:
                 _LOWERED[job.lower_key] = lowered
         from .ir import ir_hash
+        phase[0] = "hashing the lowered IR"
         report.ir_hash = ir_hash(lowered.artifact)
         if job.mutate is not None:
+            phase[0] = "the mutation"
             dev = job.mutate(lowered.device_func)
             lowered = dataclasses.replace(lowered, device_func=dev, device_script=dev.script())
             report.ir_hash = ""
         if keep is not None:
             keep[job.name] = lowered
-        verify_lowered(lowered, job, report)
+        verify_lowered(lowered, job, report, phase)
     except Exception as e:  # report, never crash the whole run
-        report.error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"
+        where = f"in {phase[0]}: " if phase[0] else ""
+        report.error = f"{where}{type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"
     return report
 
 
