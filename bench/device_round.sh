@@ -44,7 +44,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
-#   source .devbundle/activate.sh && bash bench/device_round.sh round34  # session 34, one call: both forms' checks and their headline rows (JIT), then their GPU tests (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round34  # session 34, one call: both forms' GPU tests, then their headline rows (JIT) (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34a # session 34: the short form (1 chunk) and the pairwise form (4), JIT against the two-kernel path (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34b # session 34: both forms through the host entry: their GPU tests, the T <= 64 matrix rows (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34c # session 34: a copy with K1's grid, pattern and bytes against K1 (is the H200's K1 at its pattern's floor?) (~2 min)
@@ -639,20 +639,20 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
       > "$OUT/k1_round.log" 2>&1
     grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -5 "$OUT/k1_round.log" ;;
   round34)
-    # session 34, rounds 34a and 34b in one call where starts are scarce: the short and pairwise
-    # forms JIT against float64 and against the two-kernel path on issue 9's two rows only, then
-    # the short GPU tests through the host entry
+    # session 34, rounds 34a and 34b cut to one call of ~8 minutes where starts are scarce: the
+    # build, the short GPU tests through the host entry (both forms), then the short and pairwise
+    # forms JIT against float64 and the two-kernel path on issue 9's two rows only
     nvidia-smi --query-gpu=name --format=csv,noheader
     timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    SHORT_SHAPES="H32 8192x16 cu;H32 8192x16" KDA_TILE_SHORT=0 timeout 120 python -u bench/short_round.py \
-      > "$OUT/short_round.log" 2>&1
-    grep -E "Error|error" "$OUT/short_round.log" | head -3; tail -5 "$OUT/short_round.log"
-    SHORT_SHAPES="H32 2048x64 cu;H32 2048x64" KDA_TILE_SHORT=0 timeout 120 python -u bench/short_round.py --chunks 4 \
-      > "$OUT/pairwise4.log" 2>&1
-    grep -E "Error|error" "$OUT/pairwise4.log" | head -3; tail -5 "$OUT/pairwise4.log"
-    timeout 200 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k short -p no:cacheprovider \
+    timeout 170 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k short -p no:cacheprovider \
       > "$OUT/pytest_short.log" 2>&1
-    echo "short: $(grep -E "passed|failed" "$OUT/pytest_short.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_short.log" | head -8 ;;
+    echo "short: $(grep -E "passed|failed" "$OUT/pytest_short.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_short.log" | head -8
+    SHORT_SHAPES="H32 8192x16 cu" KDA_TILE_SHORT=0 timeout 90 python -u bench/short_round.py \
+      > "$OUT/short_round.log" 2>&1
+    grep -E "Error|error" "$OUT/short_round.log" | head -3; tail -3 "$OUT/short_round.log"
+    SHORT_SHAPES="H32 2048x64 cu" KDA_TILE_SHORT=0 timeout 90 python -u bench/short_round.py --chunks 4 \
+      > "$OUT/pairwise4.log" 2>&1
+    grep -E "Error|error" "$OUT/pairwise4.log" | head -3; tail -3 "$OUT/pairwise4.log" ;;
   round34a)
     # session 34: the released short form (one chunk, <= 16 tokens) and pairwise form (four chunks,
     # <= 64), JIT, each checked against float64, then timed against kda_prefill's two-kernel path
