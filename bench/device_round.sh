@@ -45,6 +45,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34  # session 34, one call: both forms' GPU tests, then their headline rows (JIT) (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round34m # session 34: the build and as many short GPU tests as 150 s allow (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34a # session 34: the short form (1 chunk) and the pairwise form (4), JIT against the two-kernel path (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34b # session 34: both forms through the host entry: their GPU tests, the T <= 64 matrix rows (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34c # session 34: a copy with K1's grid, pattern and bytes against K1 (is the H200's K1 at its pattern's floor?) (~2 min)
@@ -653,6 +654,14 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     SHORT_SHAPES="H32 2048x64 cu" KDA_TILE_SHORT=0 timeout 90 python -u bench/short_round.py --chunks 4 \
       > "$OUT/pairwise4.log" 2>&1
     grep -E "Error|error" "$OUT/pairwise4.log" | head -3; tail -3 "$OUT/pairwise4.log" ;;
+  round34m)
+    # session 34's last minutes: the build, then the short GPU tests (both forms) through the host
+    # entry, as far as 150 s go (the results file is rewritten after every case)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    timeout 150 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k "short_fixed or short_max or pw_" \
+      -p no:cacheprovider > "$OUT/pytest_short.log" 2>&1
+    echo "short: $(grep -E "passed|failed" "$OUT/pytest_short.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_short.log" | head -8 ;;
   round34a)
     # session 34: the released short form (one chunk, <= 16 tokens) and pairwise form (four chunks,
     # <= 64), JIT, each checked against float64, then timed against kda_prefill's two-kernel path

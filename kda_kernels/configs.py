@@ -115,6 +115,10 @@ SPP8_MIN_PROGRAMS = 1024
 SPP_RLIMIT = 100_000_000
 # ... and of the fixed short_out builds (K1Config.short_out), whose bounds queries reach ~23 M
 SHORT_FIXED_RLIMIT = 200_000_000
+# ... and of the two-consumer 32-token K2 builds: in sessions 33-34 three fixed ones each had one
+# query exhaust the default 20 M in the first strategy (decided in the second), the unstable
+# margin session 27 saw for spp4 (verify/solver.py)
+TWO_CONSUMER_RLIMIT = 100_000_000
 
 # The short form (K1Config.short_out, registry stage "k1_short") serves a call whose sequences all
 # have at most SHORT_TOKENS tokens and that passes no initial state: one kernel and no workspace,

@@ -19,7 +19,8 @@ import itertools
 from dataclasses import asdict, dataclass
 from typing import Union
 
-from .configs import PAIRWISE_CHUNKS, SHORT_FIXED_RLIMIT, SPP_RLIMIT, SPPS, DecodeConfig, K1Config, K2Config, OrderConfig, ScanConfig, split_pass
+from .configs import (PAIRWISE_CHUNKS, SHORT_FIXED_RLIMIT, SPP_RLIMIT, SPPS, TWO_CONSUMER_RLIMIT, DecodeConfig, K1Config,
+                      K2Config, OrderConfig, ScanConfig, split_pass)
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
@@ -130,7 +131,7 @@ def _released() -> tuple[Build, ...]:
     # -8.6% on the H100; sessions 29 and 31).
     for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final, u0_in_k2=True,
-                                           chunk=32, consumers=2, min_blocks=1)))
+                                           chunk=32, consumers=2, min_blocks=1, verify_rlimit=TWO_CONSUMER_RLIMIT)))
     # Sequences of at most 16 tokens and no initial state (configs.use_short): one kernel, K1's
     # accurate 16-token form that reads v and writes o = Mqk (Ab v) (and the fp32 final state
     # U0^T kr) instead of the workspace; a program a (sequence, value head). Issue 9's H32 8192 x 16

@@ -97,3 +97,17 @@ def test_a_modules_rlimit_raises_its_kernels_limit_only(tmp_path):
     import pytest
     with pytest.raises(SystemExit, match="RLIMIT names 'c'"):
         module_jobs(str(bad))
+
+
+def test_builds_near_the_default_limit_carry_their_own():
+    """Builds with a query that reached the default 20 M units in some run take their own limit,
+    so that no worker order can leave them UNKNOWN (verify/solver.py, sessions 27 and 34)."""
+    from kda_kernels import configs, registry
+    for b in registry.RELEASED:
+        c = b.config
+        if b.stage == "k2" and c.consumers == 2 and c.mode == "full":
+            assert c.verify_rlimit == configs.TWO_CONSUMER_RLIMIT, b.name
+        if b.stage == "k2" and c.seqs_per_program > 1:
+            assert c.verify_rlimit == configs.SPP_RLIMIT, b.name
+        if b.stage == "k1_short" and not c.varlen:
+            assert c.verify_rlimit == configs.SHORT_FIXED_RLIMIT, b.name
