@@ -87,7 +87,9 @@ def takes_short(q, cu_seqlens, initial_state, max_seqlen) -> int:
         return 0
     else:
         longest = max_seqlen
-    return 1 if longest <= _configs.SHORT_TOKENS else _configs.PAIRWISE_CHUNKS if longest <= _configs.PAIRWISE_TOKENS else 0
+    if longest <= _configs.SHORT_TOKENS:
+        return 1
+    return _configs.PAIRWISE_CHUNKS if longest <= _configs.PAIRWISE_TOKENS else 0
 
 
 def _short_spp(n: int) -> int:
@@ -477,7 +479,7 @@ def kda_prefill(q, k, v, g, beta, *, A_log, dt_bias, lower_bound=-5.0, scale=Non
 
     Per token: q and k L2-normalised, beta = sigmoid(beta), the gate
     g = lower_bound * sigmoid(exp(A_log) (g + dt_bias)) and the gated delta rule
-    (kda_kernels/reference.py is the float64 statement). HV = H, or a multiple of H (GVA):
+    (docs/math.md section 1; kda_kernels/reference.py in float64). HV = H, or a multiple of H (GVA):
     value head hv uses q/k head hv // (HV / H).
 
     Args:
