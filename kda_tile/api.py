@@ -56,8 +56,9 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
 SHORT_FORM = -3
 PAIRWISE_FORM = -4
 # True: every call the short form can serve takes it (KDA_TILE_SHORT=1 at import, or
-# set_short(True)). Off by default until its builds have run on a GPU (released in session 33, a
-# session without a device: proved and compiled, never run; bench/NOTES.md, round 33a).
+# set_short(True)). Off by default until its builds have run on a GPU (the one-chunk form released
+# in session 33, the pairwise form in 34, both without a device: proved and compiled, never run;
+# bench/NOTES.md, round 34).
 SHORT = _env_choice("KDA_TILE_SHORT", {"1": True, "0": False}) is True
 
 
