@@ -46,6 +46,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34  # session 34, one call: both forms' GPU tests, then their headline rows (JIT) (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34m # session 34: the build and as many short GPU tests as 150 s allow (~5 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round34s # session 34: the fixed short GPU tests of both forms, no build (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34a # session 34: the short form (1 chunk) and the pairwise form (4), JIT against the two-kernel path (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34b # session 34: both forms through the host entry: their GPU tests, the T <= 64 matrix rows (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34c # session 34: a copy with K1's grid, pattern and bytes against K1 (is the H200's K1 at its pattern's floor?) (~2 min)
@@ -662,6 +663,14 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     timeout 150 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k "short_fixed or short_max or pw_" \
       -p no:cacheprovider > "$OUT/pytest_short.log" 2>&1
     echo "short: $(grep -E "passed|failed" "$OUT/pytest_short.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_short.log" | head -8 ;;
+  round34s)
+    # session 34's last device seconds: no build (entries compile on first use), the fixed-batch
+    # short GPU tests of both forms for as long as the call lasts (results rewritten every case)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 190 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k "short_fixed" -x \
+      -p no:cacheprovider > "$OUT/pytest_short.log" 2>&1
+    echo "short: $(grep -E "passed|failed" "$OUT/pytest_short.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_short.log" | head -8
+    python -c "import json,os; r=json.load(open(os.environ['OUT']+'/gpu_matrix.json'))['cases']; print(len(r), 'rows', max((x['err_o'] for x in r), default=None), sum(bool(x['unwritten_or_nan']) for x in r))" ;;
   round34a)
     # session 34: the released short form (one chunk, <= 16 tokens) and pairwise form (four chunks,
     # <= 64), JIT, each checked against float64, then timed against kda_prefill's two-kernel path
