@@ -187,6 +187,30 @@ matrix_runs() {
     mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_$c.json" 2>/dev/null
   done
 }
+# The short GPU tests (test_gpu_correctness.py -k "$2", limit $1 s, further pytest options after
+# those): their verdict, then each short form's rows from the JSON (rewritten after every case, so
+# a cut run still reports)
+short_tests() {
+  local limit=$1 sel=$2; shift 2
+  timeout "$limit" python -m pytest -q -m gpu tests/test_gpu_correctness.py -k "$sel" -p no:cacheprovider "$@" \
+    > "$OUT/pytest_short.log" 2>&1
+  echo "short: $(grep -E "passed|failed" "$OUT/pytest_short.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_short.log" | head -8
+  python - <<'PY'
+import json, os
+rows = json.load(open(os.path.join(os.environ["OUT"], "gpu_matrix.json")))["cases"]
+for k in (1, 4):
+    r = [x for x in rows if x.get("short") == k]
+    if r:
+        print(f"short={k}: {len(r)} rows, worst o {max(x['err_o'] for x in r):.2e}, "
+              f"state {max((x['err_ht'] or 0) for x in r):.2e}, nan {sum(bool(x['unwritten_or_nan']) for x in r)}")
+PY
+}
+# bench/short_round.py over $1 chunks (limit $2 s, log $3, the table's last $4 lines) with the
+# two-kernel path as the baseline; SHORT_SHAPES, when set, picks the timing rows
+short_rows() {
+  KDA_TILE_SHORT=0 timeout "$2" python -u bench/short_round.py --chunks "$1" > "$OUT/$3" 2>&1
+  grep -E "Error|error" "$OUT/$3" | head -3; tail -"$4" "$OUT/$3"
+}
 # kda_decode through the generated host entry: build, the decode GPU tests, bench/decode.py
 decode_check() {
   timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tee "$OUT/build.log" | tail -3
@@ -646,31 +670,20 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     # forms JIT against float64 and the two-kernel path on issue 9's two rows only
     nvidia-smi --query-gpu=name --format=csv,noheader
     timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    timeout 170 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k short -p no:cacheprovider \
-      > "$OUT/pytest_short.log" 2>&1
-    echo "short: $(grep -E "passed|failed" "$OUT/pytest_short.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_short.log" | head -8
-    SHORT_SHAPES="H32 8192x16 cu" KDA_TILE_SHORT=0 timeout 90 python -u bench/short_round.py \
-      > "$OUT/short_round.log" 2>&1
-    grep -E "Error|error" "$OUT/short_round.log" | head -3; tail -3 "$OUT/short_round.log"
-    SHORT_SHAPES="H32 2048x64 cu" KDA_TILE_SHORT=0 timeout 90 python -u bench/short_round.py --chunks 4 \
-      > "$OUT/pairwise4.log" 2>&1
-    grep -E "Error|error" "$OUT/pairwise4.log" | head -3; tail -3 "$OUT/pairwise4.log" ;;
+    short_tests 170 short
+    SHORT_SHAPES="H32 8192x16 cu" short_rows 1 90 short_round.log 3
+    SHORT_SHAPES="H32 2048x64 cu" short_rows 4 90 pairwise4.log 3 ;;
   round34m)
     # session 34's last minutes: the build, then the short GPU tests (both forms) through the host
-    # entry, as far as 150 s go (the results file is rewritten after every case)
+    # entry, as far as 150 s go
     nvidia-smi --query-gpu=name --format=csv,noheader
     timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    timeout 150 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k "short_fixed or short_max or pw_" \
-      -p no:cacheprovider > "$OUT/pytest_short.log" 2>&1
-    echo "short: $(grep -E "passed|failed" "$OUT/pytest_short.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_short.log" | head -8 ;;
+    short_tests 150 "short_fixed or short_max or pw_" ;;
   round34s)
     # session 34's last device seconds: no build (entries compile on first use), the fixed-batch
-    # short GPU tests of both forms for as long as the call lasts (results rewritten every case)
+    # short GPU tests of both forms for as long as the call lasts
     nvidia-smi --query-gpu=name --format=csv,noheader
-    timeout 190 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k "short_fixed" -x \
-      -p no:cacheprovider > "$OUT/pytest_short.log" 2>&1
-    echo "short: $(grep -E "passed|failed" "$OUT/pytest_short.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_short.log" | head -8
-    python -c "import json,os; r=json.load(open(os.environ['OUT']+'/gpu_matrix.json'))['cases']; print(len(r), 'rows', max((x['err_o'] for x in r), default=None), sum(bool(x['unwritten_or_nan']) for x in r))" ;;
+    short_tests 190 short_fixed -x ;;
   round34a)
     # session 34: the released short form (one chunk, <= 16 tokens) and pairwise form (four chunks,
     # <= 64), JIT, each checked against float64, then timed against kda_prefill's two-kernel path
@@ -678,29 +691,14 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     # hold the predictions)
     nvidia-smi --query-gpu=name --format=csv,noheader
     timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    KDA_TILE_SHORT=0 timeout 200 python -u bench/short_round.py > "$OUT/short_round.log" 2>&1
-    grep -E "Error|error" "$OUT/short_round.log" | head -3; tail -12 "$OUT/short_round.log"
-    KDA_TILE_SHORT=0 timeout 200 python -u bench/short_round.py --chunks 4 > "$OUT/pairwise4.log" 2>&1
-    grep -E "Error|error" "$OUT/pairwise4.log" | head -3; tail -14 "$OUT/pairwise4.log" ;;
+    short_rows 1 200 short_round.log 12
+    short_rows 4 200 pairwise4.log 14 ;;
   round34b)
     # session 34: both forms through the host entry (the switch on in the tests' fixture): the
-    # short GPU tests (fixed, varlen up to 8192 sequences, broken max_seqlen), then the matrix's
-    # fixed rows of T <= 64 through the default path
+    # short GPU tests (fixed, varlen up to 8192 sequences, broken max_seqlen)
     nvidia-smi --query-gpu=name --format=csv,noheader
     timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    timeout 330 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k short -p no:cacheprovider \
-      > "$OUT/pytest_short.log" 2>&1
-    echo "short: $(grep -E "passed|failed" "$OUT/pytest_short.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_short.log" | head -8
-    python - <<'PY'
-import json, os
-rows = json.load(open(os.path.join(os.environ["OUT"], "gpu_matrix.json")))["cases"]
-for k in (1, 4):
-    r = [x for x in rows if x.get("short") == k]
-    if r:
-        print(f"short={k}: {len(r)} rows, worst o {max(x['err_o'] for x in r):.2e}, "
-              f"state {max((x['err_ht'] or 0) for x in r):.2e}, nan {sum(bool(x['unwritten_or_nan']) for x in r)}")
-PY
-    ;;
+    short_tests 330 short ;;
   round34c)
     # session 34: bench/copy_floor.py, K1's grid, threads, copies and bytes without its arithmetic,
     # against the released 16- and 32-token K1 and a contiguous copy of the same bytes (NOTES
@@ -716,8 +714,7 @@ PY
     # its GPU tests and the matrix's T = 16 rows (~6 min)
     nvidia-smi --query-gpu=name --format=csv,noheader
     timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    KDA_TILE_SHORT=0 timeout 240 python -u bench/short_round.py > "$OUT/short_round.log" 2>&1
-    grep -E "Error|error" "$OUT/short_round.log" | head -3; tail -12 "$OUT/short_round.log"
+    short_rows 1 240 short_round.log 12
     timeout 180 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k "short or (test_fixed and 16-)" -x \
       -p no:cacheprovider 2>&1 | tail -4 ;;
   round33b)
@@ -726,10 +723,8 @@ PY
     # 2048 x 64 row and five more (~5 min)
     nvidia-smi --query-gpu=name --format=csv,noheader
     timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    KDA_TILE_SHORT=0 timeout 240 python -u bench/short_round.py --chunks 4 > "$OUT/pairwise4.log" 2>&1
-    grep -E "Error|error" "$OUT/pairwise4.log" | head -3; tail -14 "$OUT/pairwise4.log"
-    KDA_TILE_SHORT=0 timeout 120 python -u bench/short_round.py --chunks 2 > "$OUT/pairwise2.log" 2>&1
-    grep -E "Error|error" "$OUT/pairwise2.log" | head -3; tail -4 "$OUT/pairwise2.log" ;;
+    short_rows 4 240 pairwise4.log 14
+    short_rows 2 120 pairwise2.log 4 ;;
   round33c)
     # session 33: issue 9's many-sequence rows (H32, 131072 tokens as 256 x 512, 2048 x 64, 8192 x 16)
     # with the peers in one process (scaling.py), no state, then the final state out (~8 min)
