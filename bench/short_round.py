@@ -21,7 +21,10 @@ shape and mode, a table last.
 --chunks 2 or 4 runs the same for the pairwise form (K1Config.short_chunks; session 33, released
 with 4 in session 34 and proved with the registry): sequences of up to 32 or 64 tokens, chunk by
 chunk in one program, with the earlier chunks' kr (decayed) and U in shared memory instead of a
-state. The JIT builds here are the registry's configs (n = 2: the same with two chunks).
+state. The JIT builds here are the registry's configs (n = 2: the same with two chunks). Without
+the state each row also times the form with the last chunk's rows kept (`allrows`, session 34's
+release: 3 programs an SM against the released form's 4); its o must be bitwise the released
+form's ("!" after its time says it is not).
 """
 import dataclasses
 import json
@@ -46,9 +49,13 @@ def config(varlen, ht=False, n=1):
     return b if n != 2 else dataclasses.replace(b, short_chunks=2)
 
 
-def run_short(d, ht=False, n=1):
-    """(launch, o, final state or None): outputs poisoned with NaN, written by each launch."""
+def run_short(d, ht=False, n=1, all_rows=False):
+    """(launch, o, final state or None): outputs poisoned with NaN, written by each launch.
+    all_rows: the pairwise form as session 34 released it, with the last chunk's kr and U rows
+    (K1Config.short_lean_rows off: 65 KB of shared memory, 3 programs an SM against 4)."""
     cfg = config(d["cu"] is not None, ht, n)
+    if all_rows:
+        cfg = dataclasses.replace(cfg, short_lean_rows=False)
     o = torch.full_like(d["v"], float("nan"))
     B, T, HV, V = d["v"].shape
     N = B if d["cu"] is None else d["cu"].numel() - 1
@@ -146,6 +153,14 @@ def main():
                 if not ht:
                     k1, _ = k1_round.run_k1(k1_round.RELEASED, d)
                     row["K1 alone ms"] = do_bench(k1, warmup=10, rep=100, return_mode="median")
+                if n > 1 and not ht:
+                    go_a, o_a, _ = run_short(d, ht, n, all_rows=True)
+                    go_a()
+                    torch.cuda.synchronize()
+                    # the same products over more zero rows: o bitwise equal
+                    row["allrows same o"] = bool(torch.equal(o_a, o))
+                    row["allrows ms"] = do_bench(go_a, warmup=10, rep=100, return_mode="median")
+                    del o_a
             moved = sum(d[n].numel() * d[n].element_size() for n in ("q", "k", "v", "g", "beta")) + o.numel() * 2
             moved += h.numel() * 4 if ht else 0
             row["floor ms"] = moved / 4.27e12 * 1e3
@@ -153,11 +168,12 @@ def main():
             print(json.dumps(row), flush=True)
             del o, h, o_pre, h_pre
     print(f"{'shape':30s} {'state':>5s} {'short ms':>9s} {'kda_prefill':>11s} {'ratio':>6s} {'K1 alone':>8s} "
-          f"{'floor':>6s} {'agree':>8s}")
+          f"{'floor':>6s} {'agree':>8s} {'allrows':>8s}")
     for r in rows:
         k1 = f"{r['K1 alone ms']:8.3f}" if "K1 alone ms" in r else f"{'-':>8s}"
+        ar = f"{r['allrows ms']:7.3f}{'' if r['allrows same o'] else '!'}" if "allrows ms" in r else f"{'-':>8s}"
         print(f"{r['shape']:30s} {'ht' if r['ht'] else '-':>5s} {r['short ms']:9.3f} {r['kda_prefill ms']:11.3f} "
-              f"{r['short ms'] / r['kda_prefill ms']:6.3f} {k1} {r['floor ms']:6.3f} {r['agree']:8.1e}")
+              f"{r['short ms'] / r['kda_prefill ms']:6.3f} {k1} {r['floor ms']:6.3f} {r['agree']:8.1e} {ar}")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,11 @@ def build_k1(cfg: K1Config):
     multi = short and NCH > 1
     assert NCH == 1 or (short and NCH in (2, 4)), f"{cfg.name}: short_chunks {NCH} takes short_out, 2 or 4"
     NR = NCH * CHUNK             # the pairwise form's rows of krs and U
+    # ... all of them (the last chunk's only matter to the final state), or with short_lean_rows
+    # and no final state all but the last chunk's: 57 KB of shared memory against 65, a fourth
+    # program an SM
+    lean_rows = multi and cfg.short_lean_rows and not short_ht
+    NRB = NR - CHUNK if lean_rows else NR
     assert not short or (CPB == 1 and C == CHUNK and not u0k2 and not split_k and cfg.lean_prologue
                          and not cfg.skip_holes), f"{cfg.name}: short_out's form"
     # Every program's one chunk holds tokens in a fixed batch, and in a varlen one that returns at
@@ -393,14 +398,14 @@ def build_k1(cfg: K1Config):
             if multi:
                 # the earlier chunks' kr decayed to this chunk's start, their U, this chunk's qd in
                 # fp16, and -P = -Wk krs^T, Q = qd krs^T (rows of chunks not reached stay zero)
-                krs_s = T.alloc_shared((NR, K), cfg.ws_dtype)
-                Ua_s = T.alloc_shared((NR, V), cfg.ws_dtype)
+                krs_s = T.alloc_shared((NRB, K), cfg.ws_dtype)
+                Ua_s = T.alloc_shared((NRB, V), cfg.ws_dtype)
                 qdh_s = T.alloc_shared((R, K), cfg.ws_dtype)
-                P_s = T.alloc_shared((R, NR), cfg.ws_dtype)
-                Q_s = T.alloc_shared((R, NR), cfg.ws_dtype)
+                P_s = T.alloc_shared((R, NRB), cfg.ws_dtype)
+                Q_s = T.alloc_shared((R, NRB), cfg.ws_dtype)
                 gcl_s = T.alloc_shared((K,), accum)
-                Pf = T.alloc_fragment((R, NR), accum)
-                Qf = T.alloc_fragment((R, NR), accum)
+                Pf = T.alloc_fragment((R, NRB), accum)
+                Qf = T.alloc_fragment((R, NRB), accum)
             Lf = T.alloc_fragment((R, R), accum)
             Mf = T.alloc_fragment((R, R), accum)
 
@@ -498,7 +503,7 @@ def build_k1(cfg: K1Config):
                 seq_end = T.alloc_var("int32", init=eos_all if cfg.varlen else Tn)
                 n_ch = T.alloc_var("int32", init=T.min(T.ceildiv(seq_end - seq_start, C), NCH))
                 spill_m = T.alloc_var("int32", init=seq_end - seq_start - NR)
-                for r, e in T.Parallel(NR, K):
+                for r, e in T.Parallel(NRB, K):
                     krs_s[r, e] = T.Cast(cfg.ws_dtype, 0)
                     Ua_s[r, e] = T.Cast(cfg.ws_dtype, 0)
 
@@ -546,6 +551,21 @@ def build_k1(cfg: K1Config):
                     T.ptx_cp_async(T.access_ptr(ki_s[r, d8 * 8], "w", 8),
                                    T.access_ptr(g[bb, tt, hv, d8 * 8], "r", 8), 8, ld_ok[it])
                 T.ptx_commit_group()
+                if lean_rows:
+                    # behind the copies: the earlier chunks' kr rows decay over the chunk before
+                    # (its gC, which this thread formed for these two channels in gcl_s), each
+                    # thread its two columns, all rows read before any is written (a read and a
+                    # write in one row's iteration would take two barriers a row)
+                    for c, d2 in T.Parallel(CPB, K // 2):
+                        kold = T.alloc_local((NRB - C, 2), cfg.ws_dtype)
+                        for r in T.unroll(NRB - C):
+                            for e in T.vectorized(2):
+                                kold[r, e] = krs_s[r, d2 * 2 + e]
+                        for r in T.unroll(NRB - C):
+                            for e in T.vectorized(2):
+                                if r < (jc - 1) * C:
+                                    krs_s[r, d2 * 2 + e] = T.Cast(cfg.ws_dtype,
+                                                                  T.Cast(accum, kold[r, e]) * gcl_s[d2 * 2 + e])
                 if cfg.early_loads:
                     a_h0 = T.alloc_var(accum, init=_math.exp(ah_raw, fast))
                     # beta of row tx, loaded behind the copies and stored once they have landed
@@ -671,8 +691,13 @@ def build_k1(cfg: K1Config):
                             if multi:
                                 # kr_j into krs's rows of chunk j (they meet zero rows of U this
                                 # chunk), qd in fp16 for Q
-                                for e in T.vectorized(2):
-                                    krs_s[jc * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
+                                if lean_rows:
+                                    for e in T.vectorized(2):
+                                        if jc * C + i < NRB:
+                                            krs_s[jc * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
+                                else:
+                                    for e in T.vectorized(2):
+                                        krs_s[jc * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
                                 for e in T.vectorized(2):
                                     qdh_s[c * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, qn[e] * ep[e])
                             if not short and live:
@@ -797,15 +822,18 @@ def build_k1(cfg: K1Config):
                         T.gemm(Ab_s, kdh_s, WU, clear_accum=True)
                         for r, e in T.Parallel(R, K):
                             kdh_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
-                        if jc > 0:
+                        # short_lean_rows: in the first chunk too (U's rows are zero there, so the
+                        # sums are exact), so that every chunk passes as many barriers: verify
+                        # orders one chunk's accesses against another's by their counts
+                        if jc > 0 or lean_rows:
                             T.gemm(kdh_s, krs_s, Pf, transpose_B=True, clear_accum=True)
                             T.gemm(qdh_s, krs_s, Qf, transpose_B=True, clear_accum=True)
-                            for r, j in T.Parallel(R, NR):
+                            for r, j in T.Parallel(R, NRB):
                                 P_s[r, j] = T.Cast(cfg.ws_dtype, -Pf[r, j])
                                 Q_s[r, j] = T.Cast(cfg.ws_dtype, Qf[r, j])
                     T.gemm(Ab_s, v_s, WU, clear_accum=True)
                     if multi:
-                        if jc > 0:
+                        if jc > 0 or lean_rows:
                             T.gemm(P_s, Ua_s, WU)
                     for r, e in T.Parallel(R, V):
                         v_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
@@ -813,7 +841,7 @@ def build_k1(cfg: K1Config):
                         Ab_s[r, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
                     T.gemm(Ab_s, v_s, WU, clear_accum=True)
                     if multi:
-                        if jc > 0:
+                        if jc > 0 or lean_rows:
                             T.gemm(Q_s, Ua_s, WU)
                     # varlen: a sequence longer than the chunks breaks the caller's max_seqlen; its
                     # rows and state become NaN rather than a wrong answer
@@ -824,12 +852,18 @@ def build_k1(cfg: K1Config):
                         if r < len_all and t0_all + r >= 0 and t0_all + r < Tn and b_all >= 0 and b_all < B:
                             o[b_all, t0_all + r, hv, e] = T.Cast(cfg.in_dtype, nan_if(spill, WU[r, e]))
                     if multi:
-                        # U_j joins U's rows, and the earlier chunks' kr decay over chunk j
-                        for r, e in T.Parallel(R, V):
-                            Ua_s[jc * C + r, e] = v_s[r, e]
-                        for r, e in T.Parallel(NR, K):
-                            if r < jc * C:
-                                krs_s[r, e] = T.Cast(cfg.ws_dtype, T.Cast(accum, krs_s[r, e]) * gcl_s[e])
+                        # U_j joins U's rows, and the earlier chunks' kr decay over chunk j (with
+                        # short_lean_rows at the next chunk's start)
+                        if lean_rows:
+                            for r, e in T.Parallel(R, V):
+                                if jc * C + r < NRB:
+                                    Ua_s[jc * C + r, e] = v_s[r, e]
+                        else:
+                            for r, e in T.Parallel(R, V):
+                                Ua_s[jc * C + r, e] = v_s[r, e]
+                            for r, e in T.Parallel(NR, K):
+                                if r < jc * C:
+                                    krs_s[r, e] = T.Cast(cfg.ws_dtype, T.Cast(accum, krs_s[r, e]) * gcl_s[e])
                     else:
                         # S^T = U0^T kr (kr where kd was)
                         short_tail(o, ht, Sf, v_s, kdh_s, C, t0_all, eos_all if short_varlen else None, spill,

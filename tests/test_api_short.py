@@ -56,7 +56,8 @@ def test_eight_short_builds_released_with_their_own_entries():
         assert c.verify_rlimit == (0 if c.varlen else configs.SHORT_FIXED_RLIMIT)
         tokens = c.chunk * c.short_chunks
         assert f"T <= {tokens}" in c.preconditions() if not c.varlen else all("T <=" not in p for p in c.preconditions())
-        # the pairwise form's 65 KB of shared memory leave 3 programs an SM: registers for 4
+        # registers for 4 programs an SM (the pairwise form without the final state fits 4 in shared
+        # memory, with it 3: tests/test_k1_short.py)
         assert c.min_blocks == (4 if c.short_chunks > 1 else K1Config().min_blocks)
         assert not any("NC" in p for p in c.preconditions()) and c.derived_vars() == {}
     assert [(b,) for b in short] == [e for e in released_entries() if e[0].stage == "k1_short"]

@@ -101,3 +101,68 @@ def test_pairwise_dataflow_matches_the_recurrence(lens):
     o, s = _pairwise_buffers(*args, **kw)
     assert o_ref.norm() > 0.1 and s_ref.norm() > 0.1
     assert rel_err(o, o_ref) < 1e-10 and rel_err(s, s_ref) < 1e-10
+
+
+def test_pairwise_rows_and_programs_an_sm():
+    """The released pairwise builds without the final state keep three chunks' kr and U rows (the
+    last chunk's only matter to the state): their dynamic shared memory plus the 1 KB each block
+    reserves fits four programs into an SM's 228 KB, as their registers (min_blocks 4) do. The
+    builds with the final state keep all four chunks' rows and fit three."""
+    from host_codegen.spec import read_kernel
+    from kda_kernels import registry
+    sm_bytes, reserved = 228 * 1024, 1024
+    for ht in (False, True):
+        for varlen in (False, True):
+            b = registry.find("k1_short", varlen=varlen, short_ht=ht, short_chunks=4)
+            assert b.config.short_lean_rows == (not ht) and b.config.min_blocks == 4
+            kind, smem = read_kernel(b).smem
+            assert kind == "int"
+            assert sm_bytes // (smem + reserved) == (3 if ht else 4), (b.name, smem)
+
+
+def _barriers_a_chunk(script: str) -> int:
+    """Barriers one pass of the chunk loop (`for jc`) executes, from the lowered device script:
+    each tvm_storage_sync inside the loop times the extents of the constant loops around it.
+    None may sit under a condition on jc (verify orders chunks by equal barrier counts)."""
+    import re
+    stack, total, last_if = [], 0, {}
+    for line in script.splitlines():
+        if not line.strip():
+            continue
+        ind, t = len(line) - len(line.lstrip()), line.strip()
+        while stack and stack[-1][0] >= ind:
+            stack.pop()
+        m = re.match(r"for (\w+) in (?:T\.unroll|range|T\.serial)\((\d+)\)", t)
+        if t.startswith("for jc"):
+            stack.append((ind, 1, "jc"))
+        elif m:
+            stack.append((ind, int(m.group(2)), m.group(1)))
+        elif t.startswith("for "):
+            stack.append((ind, 1, "?"))
+        elif t.startswith("if "):
+            last_if[ind] = "if jc" if re.search(r"\bjc\b", t) else "if"
+            stack.append((ind, 1, last_if[ind]))
+        elif t.startswith("else"):
+            stack.append((ind, 1, last_if.get(ind, "if")))
+        elif "tvm_storage_sync" in t and any(s[2] == "jc" for s in stack):
+            assert not any(s[2] == "if jc" for s in stack), line
+            n = 1
+            for s in stack:
+                n *= s[1]
+            total += n
+    return total
+
+
+def test_pairwise_lean_rows_pass_few_barriers():
+    """The released pairwise form without the final state (short_lean_rows) passes 19 barriers a
+    chunk in TileLang 0.1.15's lowering; session 34's layout, 84 (two in each row of the column
+    pass, one in each row of the end-of-chunk decay)."""
+    import dataclasses
+    from kda_kernels import registry
+    from verify import lowering
+    b = registry.find("k1_short", varlen=True, short_ht=False, short_chunks=4)
+    counts = {}
+    for lean in (True, False):
+        cfg = dataclasses.replace(b.config, short_lean_rows=lean)
+        counts[lean] = _barriers_a_chunk(lowering.lower(b.factory()(cfg), cfg.pass_configs(), name=cfg.name).device_script)
+    assert counts[True] <= 24 and counts[False] >= 3 * counts[True], counts
