@@ -44,6 +44,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round35  # session 35, one call: both short forms' GPU tests, the pairwise form (released, allrows, two kernels), the one-chunk form (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34  # session 34, one call: both forms' GPU tests, then their headline rows (JIT) (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34m # session 34: the build and as many short GPU tests as 150 s allow (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34s # session 34: the fixed short GPU tests of both forms, no build (~4 min)
@@ -664,6 +665,16 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     K1_SHAPES="H96 1x8192 cu;H32 2048x64 cu" timeout 150 python bench/k1_round.py 1,64,12,holes,diag,ds,u0k2,el,lp,sg,rnr \
       > "$OUT/k1_round.log" 2>&1
     grep -E "error|Error" "$OUT/k1_round.log" | head -3; tail -5 "$OUT/k1_round.log" ;;
+  round35)
+    # session 35, one call: the build, the short GPU tests through the host entry (both forms; the
+    # pairwise builds without the final state now keep three chunks' rows: 4 programs an SM, 19
+    # barriers a chunk), then the pairwise form against the two-kernel path and against session
+    # 34's layout (allrows, same process), then the one-chunk form (NOTES session 35 predicts)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    short_tests 150 short
+    SHORT_SHAPES="H32 2048x64 cu" short_rows 4 140 pairwise4.log 3
+    SHORT_SHAPES="H32 8192x16 cu" short_rows 1 90 short_round.log 3 ;;
   round34)
     # session 34, rounds 34a and 34b cut to one call of ~8 minutes where starts are scarce: the
     # build, the short GPU tests through the host entry (both forms), then the short and pairwise
