@@ -45,6 +45,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round35  # session 35, one call: both short forms' GPU tests, the pairwise form (released, allrows, two kernels), the one-chunk form (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round35m # session 35, short budget: both forms JIT against float64 and timed, no build (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34  # session 34, one call: both forms' GPU tests, then their headline rows (JIT) (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34m # session 34: the build and as many short GPU tests as 150 s allow (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34s # session 34: the fixed short GPU tests of both forms, no build (~4 min)
@@ -675,6 +676,13 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     short_tests 150 short
     SHORT_SHAPES="H32 2048x64 cu" short_rows 4 140 pairwise4.log 3
     SHORT_SHAPES="H32 8192x16 cu" short_rows 1 90 short_round.log 3 ;;
+  round35m)
+    # session 35, for a short budget: no build (entries compile on first use), both forms JIT
+    # against float64, then timed against the two-kernel path (and the pairwise form against
+    # session 34's layout) on issue 9's two rows (~6 min)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    SHORT_SHAPES="H32 2048x64 cu" short_rows 4 200 pairwise4.log 3
+    SHORT_SHAPES="H32 8192x16 cu" short_rows 1 130 short_round.log 3 ;;
   round34)
     # session 34, rounds 34a and 34b cut to one call of ~8 minutes where starts are scarce: the
     # build, the short GPU tests through the host entry (both forms), then the short and pairwise
