@@ -180,6 +180,43 @@ def loop_synced():
     return loop_synced
 
 
+def empty_loop_read():
+    # a zero fill read by a neighbour after a loop of N passes: the loop's barriers order the two
+    # only when it runs (the pairwise K1's final-state decay after an empty sequence, session 35)
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def empty_loop_read(A: T.Tensor((N, NT), "float32"), B: T.Tensor((NT,), "float32")):
+        with T.Kernel(1, threads=NT) as bx:
+            S = T.alloc_shared((NT,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = 0.0
+            for k in T.serial(N):
+                T.sync_threads()
+                S[tx] = S[tx] + A[k, tx]
+                T.sync_threads()
+            B[tx] = S[(tx + 1) % NT]
+    return empty_loop_read
+
+
+def empty_loop_synced():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def empty_loop_synced(A: T.Tensor((N, NT), "float32"), B: T.Tensor((NT,), "float32")):
+        with T.Kernel(1, threads=NT) as bx:
+            S = T.alloc_shared((NT,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = 0.0
+            for k in T.serial(N):
+                T.sync_threads()
+                S[tx] = S[tx] + A[k, tx]
+                T.sync_threads()
+            T.sync_threads()
+            B[tx] = S[(tx + 1) % NT]
+    return empty_loop_synced
+
+
 def _mbar_kernel(count, arrive_all=True, parity=0):
     @T.prim_func
     def kern(A: T.Tensor((NT,), "float32"), B: T.Tensor((NT,), "float32")):
@@ -327,7 +364,7 @@ def cp_async_rows_unindexed():
 
 KERNELS = {f.__name__: f for f in (cp_async_rows, cp_async_rows_again, cp_async_rows_unindexed, cp_async_read_early, ws_carry_unsynced, ws_carry_synced, missing_sync, synced, divergent_sync, uniform_sync, divergent_return,
                                    uniform_return, global_neighbour, global_synced, named_count, named_ok,
-                                   loop_war, loop_synced, mbar_ok, mbar_count, mbar_half_arrive,
+                                   loop_war, loop_synced, empty_loop_read, empty_loop_synced, mbar_ok, mbar_count, mbar_half_arrive,
                                    mbar_parity, mbar_loop_ok, mbar_loop_parity)}
 PASS_CONFIGS = {name: MANUAL for name in KERNELS}
 PRECONDITIONS = {"uniform_sync": ["N >= 1"], "divergent_return": ["N1 >= 2", "T >= 1"], "global_neighbour": ["N >= 1"], "global_synced": ["N >= 1"],
@@ -336,6 +373,7 @@ EXPECT = {"missing_sync": "barriers.race", "synced": None, "divergent_sync": "ba
           "divergent_return": "barriers.divergence", "uniform_return": None,
           "global_neighbour": "barriers.race", "global_synced": None,
           "named_count": "barriers.named_count", "named_ok": None, "loop_war": "barriers.race", "loop_synced": None,
+          "empty_loop_read": "barriers.race", "empty_loop_synced": None,
           "mbar_ok": None, "mbar_count": "barriers.mbarrier_phase", "mbar_half_arrive": "barriers.mbarrier_phase",
           "mbar_parity": "barriers.race", "mbar_loop_ok": None, "mbar_loop_parity": "barriers.parity",
           "ws_carry_unsynced": "barriers.race", "ws_carry_synced": None,
@@ -343,7 +381,7 @@ EXPECT = {"missing_sync": "barriers.race", "synced": None, "divergent_sync": "ba
           "cp_async_read_early": "barriers.race"}
 TWIN = {"missing_sync": "synced", "divergent_sync": "uniform_sync", "divergent_return": "uniform_return",
         "global_neighbour": "global_synced", "named_count": "named_ok",
-        "loop_war": "loop_synced", "mbar_count": "mbar_ok", "mbar_half_arrive": "mbar_ok", "mbar_parity": "mbar_ok",
+        "loop_war": "loop_synced", "empty_loop_read": "empty_loop_synced", "mbar_count": "mbar_ok", "mbar_half_arrive": "mbar_ok", "mbar_parity": "mbar_ok",
         "mbar_loop_parity": "mbar_loop_ok", "ws_carry_unsynced": "ws_carry_synced",
         "cp_async_rows_again": "cp_async_rows", "cp_async_rows_unindexed": "cp_async_rows",
         "cp_async_read_early": "cp_async_rows"}
