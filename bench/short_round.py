@@ -21,10 +21,10 @@ shape and mode, a table last.
 --chunks 2 or 4 runs the same for the pairwise form (K1Config.short_chunks; session 33, released
 with 4 in session 34 and proved with the registry): sequences of up to 32 or 64 tokens, chunk by
 chunk in one program, with the earlier chunks' kr (decayed) and U in shared memory instead of a
-state. The JIT builds here are the registry's configs (n = 2: the same with two chunks). Without
-the state each row also times the form with the last chunk's rows kept (`allrows`, session 34's
-release: 3 programs an SM against the released form's 4); its o must be bitwise the released
-form's ("!" after its time says it is not).
+state. The JIT builds here are the registry's configs (n = 2: the same with two chunks). Each row
+also times session 34's layout (`allrows`: 84 barriers a chunk against 19, and without the state
+3 programs an SM against 4); its o and state must be bitwise the released form's ("!" after its
+time says they are not).
 """
 import dataclasses
 import json
@@ -51,8 +51,8 @@ def config(varlen, ht=False, n=1):
 
 def run_short(d, ht=False, n=1, all_rows=False):
     """(launch, o, final state or None): outputs poisoned with NaN, written by each launch.
-    all_rows: the pairwise form as session 34 released it, with the last chunk's kr and U rows
-    (K1Config.short_lean_rows off: 65 KB of shared memory, 3 programs an SM against 4)."""
+    all_rows: the pairwise form as session 34 released it (K1Config.short_lean_rows off: 84
+    barriers a chunk against 19, and without the final state 3 programs an SM against 4)."""
     cfg = config(d["cu"] is not None, ht, n)
     if all_rows:
         cfg = dataclasses.replace(cfg, short_lean_rows=False)
@@ -153,14 +153,14 @@ def main():
                 if not ht:
                     k1, _ = k1_round.run_k1(k1_round.RELEASED, d)
                     row["K1 alone ms"] = do_bench(k1, warmup=10, rep=100, return_mode="median")
-                if n > 1 and not ht:
-                    go_a, o_a, _ = run_short(d, ht, n, all_rows=True)
+                if n > 1:
+                    go_a, o_a, h_a = run_short(d, ht, n, all_rows=True)
                     go_a()
                     torch.cuda.synchronize()
-                    # the same products over more zero rows: o bitwise equal
-                    row["allrows same o"] = bool(torch.equal(o_a, o))
+                    # the same products over more zero rows, the same decays elsewhere: bitwise
+                    row["allrows same o"] = bool(torch.equal(o_a, o)) and (not ht or bool(torch.equal(h_a, h)))
                     row["allrows ms"] = do_bench(go_a, warmup=10, rep=100, return_mode="median")
-                    del o_a
+                    del o_a, h_a
             moved = sum(d[n].numel() * d[n].element_size() for n in ("q", "k", "v", "g", "beta")) + o.numel() * 2
             moved += h.numel() * 4 if ht else 0
             row["floor ms"] = moved / 4.27e12 * 1e3

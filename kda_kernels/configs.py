@@ -325,11 +325,12 @@ class K1Config:
     # where krs holds the earlier chunks' kr rows decayed to chunk j's start (reference.kda_pairwise);
     # krs and the U rows stay in shared memory, 8 KB a chunk of each, so no state and no workspace
     short_chunks: int = 1
-    # the pairwise form without the final state drops the last chunk's kr and U rows (57 KB of
-    # shared memory against 65: 4 programs an SM against 3), runs the first chunk's P and Q
-    # products too (over zero U rows: exact), so that every chunk passes the same barriers, and
-    # decays krs at the next chunk's start, behind its copies: 19 barriers a chunk against 84
-    # (released in session 35; bench/NOTES.md)
+    # the pairwise form's lean layout (released in session 35; bench/NOTES.md): it runs the first
+    # chunk's P and Q products too (over zero U rows: exact), so that every chunk passes the same
+    # barriers, and decays krs at the next chunk's start, behind its copies (with the final state
+    # once more after the last chunk), ~20 barriers a chunk against 84; without the final state
+    # it also drops the last chunk's kr and U rows (57 KB of shared memory against 65: 4 programs
+    # an SM against 3)
     short_lean_rows: bool = False
     # verify's resource limit for every query of this build (0: verify's default); the fixed
     # short_out builds' bounds queries reach ~23 M units
@@ -340,8 +341,7 @@ class K1Config:
         return ("k1_prepare_" + ("varlen" if self.varlen else "fixed") + ("_fast" if self.fast_math else "")
                 + ("_short" if self.short_out else "") + ("_ht" if self.short_out and self.short_ht else "")
                 + (f"_n{self.short_chunks}" if self.short_out and self.short_chunks > 1 else "")
-                + ("_lean" if self.short_out and self.short_chunks > 1 and self.short_lean_rows
-                   and not self.short_ht else "")
+                + ("_lean" if self.short_out and self.short_chunks > 1 and self.short_lean_rows else "")
                 + ("_ds" if self.dyn_search and self.varlen else "")
                 + ("_skipholes" if self.skip_holes else "")
                 + (f"_mqk{self.mqk_split}" if self.mqk_split else "")

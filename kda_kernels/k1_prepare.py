@@ -70,8 +70,10 @@ def build_k1(cfg: K1Config):
     # ... all of them (the last chunk's only matter to the final state), or with short_lean_rows
     # and no final state all but the last chunk's: 57 KB of shared memory against 65, a fourth
     # program an SM
-    lean_rows = multi and cfg.short_lean_rows and not short_ht
+    lean = multi and cfg.short_lean_rows          # the barrier diet (below), with or without the state
+    lean_rows = lean and not short_ht
     NRB = NR - CHUNK if lean_rows else NR
+    NDK = NR - 2 * CHUNK                          # rows a chunk's start decays (chunks 0 .. j - 2)
     assert not short or (CPB == 1 and C == CHUNK and not u0k2 and not split_k and cfg.lean_prologue
                          and not cfg.skip_holes), f"{cfg.name}: short_out's form"
     # Every program's one chunk holds tokens in a fixed batch, and in a varlen one that returns at
@@ -136,6 +138,21 @@ def build_k1(cfg: K1Config):
                 for e, j in T.Parallel(V, 32):
                     if n_seq >= 0 and n_seq < NH:
                         ht[n_seq, hv, e, kb * 32 + j] = nan_if(spill, Sf[e, j])
+
+    @T.macro
+    def decay_krs(krs_s, gcl_s, rows, below):
+        """The pairwise form's krs rows r < below times gcl_s (a chunk's gC), for r < rows: each
+        thread its two columns, every row read before any is written (a read and a write in one
+        row's iteration would take two barriers a row)."""
+        for c, d2 in T.Parallel(CPB, K // 2):
+            kold = T.alloc_local((rows, 2), cfg.ws_dtype)
+            for r in T.unroll(rows):
+                for e in T.vectorized(2):
+                    kold[r, e] = krs_s[r, d2 * 2 + e]
+            for r in T.unroll(rows):
+                for e in T.vectorized(2):
+                    if r < below:
+                        krs_s[r, d2 * 2 + e] = T.Cast(cfg.ws_dtype, T.Cast(accum, kold[r, e]) * gcl_s[d2 * 2 + e])
 
     @T.macro
     def gate_args(nb, d2, hv, A_log, dt_bias, a_h0, nb_s):
@@ -551,21 +568,10 @@ def build_k1(cfg: K1Config):
                     T.ptx_cp_async(T.access_ptr(ki_s[r, d8 * 8], "w", 8),
                                    T.access_ptr(g[bb, tt, hv, d8 * 8], "r", 8), 8, ld_ok[it])
                 T.ptx_commit_group()
-                if lean_rows:
+                if lean:
                     # behind the copies: the earlier chunks' kr rows decay over the chunk before
-                    # (its gC, which this thread formed for these two channels in gcl_s), each
-                    # thread its two columns, all rows read before any is written (a read and a
-                    # write in one row's iteration would take two barriers a row)
-                    for c, d2 in T.Parallel(CPB, K // 2):
-                        kold = T.alloc_local((NRB - C, 2), cfg.ws_dtype)
-                        for r in T.unroll(NRB - C):
-                            for e in T.vectorized(2):
-                                kold[r, e] = krs_s[r, d2 * 2 + e]
-                        for r in T.unroll(NRB - C):
-                            for e in T.vectorized(2):
-                                if r < (jc - 1) * C:
-                                    krs_s[r, d2 * 2 + e] = T.Cast(cfg.ws_dtype,
-                                                                  T.Cast(accum, kold[r, e]) * gcl_s[d2 * 2 + e])
+                    # (its gC, which this thread formed for these two channels in gcl_s)
+                    decay_krs(krs_s, gcl_s, NDK, (jc - 1) * C)
                 if cfg.early_loads:
                     a_h0 = T.alloc_var(accum, init=_math.exp(ah_raw, fast))
                     # beta of row tx, loaded behind the copies and stored once they have landed
@@ -691,7 +697,7 @@ def build_k1(cfg: K1Config):
                             if multi:
                                 # kr_j into krs's rows of chunk j (they meet zero rows of U this
                                 # chunk), qd in fp16 for Q
-                                if lean_rows:
+                                if lean:
                                     for e in T.vectorized(2):
                                         if jc * C + i < NRB:
                                             krs_s[jc * C + i, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
@@ -825,7 +831,7 @@ def build_k1(cfg: K1Config):
                         # short_lean_rows: in the first chunk too (U's rows are zero there, so the
                         # sums are exact), so that every chunk passes as many barriers: verify
                         # orders one chunk's accesses against another's by their counts
-                        if jc > 0 or lean_rows:
+                        if jc > 0 or lean:
                             T.gemm(kdh_s, krs_s, Pf, transpose_B=True, clear_accum=True)
                             T.gemm(qdh_s, krs_s, Qf, transpose_B=True, clear_accum=True)
                             for r, j in T.Parallel(R, NRB):
@@ -833,7 +839,7 @@ def build_k1(cfg: K1Config):
                                 Q_s[r, j] = T.Cast(cfg.ws_dtype, Qf[r, j])
                     T.gemm(Ab_s, v_s, WU, clear_accum=True)
                     if multi:
-                        if jc > 0 or lean_rows:
+                        if jc > 0 or lean:
                             T.gemm(P_s, Ua_s, WU)
                     for r, e in T.Parallel(R, V):
                         v_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
@@ -841,7 +847,7 @@ def build_k1(cfg: K1Config):
                         Ab_s[r, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
                     T.gemm(Ab_s, v_s, WU, clear_accum=True)
                     if multi:
-                        if jc > 0 or lean_rows:
+                        if jc > 0 or lean:
                             T.gemm(Q_s, Ua_s, WU)
                     # varlen: a sequence longer than the chunks breaks the caller's max_seqlen; its
                     # rows and state become NaN rather than a wrong answer
@@ -853,8 +859,8 @@ def build_k1(cfg: K1Config):
                             o[b_all, t0_all + r, hv, e] = T.Cast(cfg.in_dtype, nan_if(spill, WU[r, e]))
                     if multi:
                         # U_j joins U's rows, and the earlier chunks' kr decay over chunk j (with
-                        # short_lean_rows at the next chunk's start)
-                        if lean_rows:
+                        # short_lean_rows at the next chunk's start, and after the last)
+                        if lean:
                             for r, e in T.Parallel(R, V):
                                 if jc * C + r < NRB:
                                     Ua_s[jc * C + r, e] = v_s[r, e]
@@ -876,6 +882,12 @@ def build_k1(cfg: K1Config):
                     if not u0k2:
                         ab_product(Ab_s, v_s, v_s, WU, U0, slot_len, bc, hv)
             if multi:
+                if lean and short_ht:
+                    # the final state's kr rows: the chunks before the last decay over it (the
+                    # barrier orders the rows' zero fill before these reads where an empty
+                    # sequence runs no chunk: verify's barriers.race found it)
+                    T.sync_threads()
+                    decay_krs(krs_s, gcl_s, NR - CHUNK, (n_ch - 1) * C)
                 short_tail(o, ht, Sf, Ua_s, krs_s, NR, seq_start, seq_end, spill_m, bc, b_all, hv)
 
     # One signature; a fixed batch drops cu_seqlens, so that it stays out of the IR that `verify`

@@ -104,17 +104,17 @@ def test_pairwise_dataflow_matches_the_recurrence(lens):
 
 
 def test_pairwise_rows_and_programs_an_sm():
-    """The released pairwise builds without the final state keep three chunks' kr and U rows (the
-    last chunk's only matter to the state): their dynamic shared memory plus the 1 KB each block
-    reserves fits four programs into an SM's 228 KB, as their registers (min_blocks 4) do. The
-    builds with the final state keep all four chunks' rows and fit three."""
+    """The released pairwise builds (lean layout) without the final state keep three chunks' kr and
+    U rows (the last chunk's only matter to the state): their dynamic shared memory plus the 1 KB
+    each block reserves fits four programs into an SM's 228 KB, as their registers (min_blocks 4)
+    do. The builds with the final state keep all four chunks' rows and fit three."""
     from host_codegen.spec import read_kernel
     from kda_kernels import registry
     sm_bytes, reserved = 228 * 1024, 1024
     for ht in (False, True):
         for varlen in (False, True):
             b = registry.find("k1_short", varlen=varlen, short_ht=ht, short_chunks=4)
-            assert b.config.short_lean_rows == (not ht) and b.config.min_blocks == 4
+            assert b.config.short_lean_rows and b.config.min_blocks == 4
             kind, smem = read_kernel(b).smem
             assert kind == "int"
             assert sm_bytes // (smem + reserved) == (3 if ht else 4), (b.name, smem)
@@ -153,16 +153,17 @@ def _barriers_a_chunk(script: str) -> int:
     return total
 
 
-def test_pairwise_lean_rows_pass_few_barriers():
-    """The released pairwise form without the final state (short_lean_rows) passes 19 barriers a
-    chunk in TileLang 0.1.15's lowering; session 34's layout, 84 (two in each row of the column
-    pass, one in each row of the end-of-chunk decay)."""
+@pytest.mark.parametrize("ht", [False, True])
+def test_pairwise_lean_layout_passes_few_barriers(ht):
+    """The released pairwise form (short_lean_rows) passes 19 barriers a chunk in TileLang
+    0.1.15's lowering, with the final state or without; session 34's layout, 84 (two in each row
+    of the column pass, one in each row of the end-of-chunk decay)."""
     import dataclasses
     from kda_kernels import registry
     from verify import lowering
-    b = registry.find("k1_short", varlen=True, short_ht=False, short_chunks=4)
+    b = registry.find("k1_short", varlen=True, short_ht=ht, short_chunks=4)
     counts = {}
     for lean in (True, False):
         cfg = dataclasses.replace(b.config, short_lean_rows=lean)
         counts[lean] = _barriers_a_chunk(lowering.lower(b.factory()(cfg), cfg.pass_configs(), name=cfg.name).device_script)
-    assert counts[True] <= 24 and counts[False] >= 3 * counts[True], counts
+    assert b.config.short_lean_rows and counts[True] <= 24 and counts[False] >= 3 * counts[True], counts
