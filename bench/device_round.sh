@@ -683,6 +683,13 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     nvidia-smi --query-gpu=name --format=csv,noheader
     SHORT_SHAPES="H32 2048x64 cu" short_rows 4 260 pairwise4.log 3
     SHORT_SHAPES="H32 8192x16 cu" short_rows 1 150 short_round.log 3 ;;
+  round35s)
+    # session 35's second call (run inline then): the short GPU tests through the host entry without
+    # a build, stopping at the first failure; round35t ran the ones after that failure
+    short_tests 270 short -x ;;
+  round35t)
+    timeout 125 python -m pytest -q -m gpu tests/test_gpu_correctness.py -k "(short_varlen and pw_) or short_max" \
+      -p no:cacheprovider 2>&1 | grep -E "passed|failed|FAILED|Error" | head -8 ;;
   round34)
     # session 34, rounds 34a and 34b cut to one call of ~8 minutes where starts are scarce: the
     # build, the short GPU tests through the host entry (both forms), then the short and pairwise

@@ -55,15 +55,15 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
 # (configs.PAIRWISE_TOKENS): one kernel, no K2
 SHORT_FORM = -3
 PAIRWISE_FORM = -4
-# True: every call the short form can serve takes it (KDA_TILE_SHORT=1 at import, or
-# set_short(True)). Off by default until its builds have run on a GPU (the one-chunk form released
-# in session 33, the pairwise form in 34, both without a device: proved and compiled, never run;
-# bench/NOTES.md, round 34).
-SHORT = _env_choice("KDA_TILE_SHORT", {"1": True, "0": False}) is True
+# True (the default since session 35): every call the short form can serve takes it; False
+# (KDA_TILE_SHORT=0 at import, or set_short(False)): none. Its GPU tests pass through the host
+# entry and it beats the two-kernel path at issue 9's rows (H100, round 35: 8192 x 16 2.01 ms
+# against 5.70, 2048 x 64 3.94 against 5.60; bench/NOTES.md).
+SHORT = _env_choice("KDA_TILE_SHORT", {"1": True, "0": False}) is not False
 
 
 def set_short(on: bool) -> None:
-    """The short form for every call it can serve (True) or none (False, the default)."""
+    """The short form for every call it can serve (True, the default) or none (False)."""
     global SHORT
     _require_bool("on", on)
     SHORT = on

@@ -71,8 +71,13 @@ def test_each_call_gets_the_builds_select_builds_names(recorder):
             assert (len(want) == 1) == short
             assert nargs == 11
     assert len(recorder) == 2 * len(CONFIGS)
-    # one key for every shape of a chunk size
-    assert len(api._ENTRIES) == len({(v, f, h, t, configs_chunk32(*s, f), configs_two(*s)) for v, f, h, t, s in CONFIGS})
+    # one key for every shape of a chunk size (and for the short form, every form of it)
+    def form(v, f, h, s):
+        n, H, L = s
+        if api.SHORT and not v and h is None and L <= configs.PAIRWISE_TOKENS:
+            return "short", L <= configs.SHORT_TOKENS
+        return configs_chunk32(*s, f), configs_two(*s)
+    assert len(api._ENTRIES) == len({(v, f, h, t, form(v, f, h, s)) for v, f, h, t, s in CONFIGS})
 
 
 def configs_chunk32(n, H, L, fast):
@@ -151,8 +156,10 @@ def test_spp_rule_follows_the_measurements():
 @pytest.mark.parametrize("varlen", [True, False])
 def test_many_short_sequences_take_the_spp_builds(monkeypatch, varlen):
     # 2112 sequences of 3 tokens at H = 1: 528 programs of 4 sequences, two value blocks each. A
-    # fixed batch goes as packed sequences (the grouped K2 is varlen only), its o viewed back.
+    # fixed batch goes as packed sequences (the grouped K2 is varlen only), its o viewed back. (The
+    # short form, on by default, takes such a fixed batch without a state: here the two kernels.)
     from kda_kernels import configs
+    monkeypatch.setattr(api, "SHORT", False)
     recorder = _recording_entry(monkeypatch, lambda a: (a[2], None))
     n = 4 * configs.SPP_MIN_PROGRAMS[0] // 2
     for fast, h0, ht in itertools.product([False, True], [None, torch.float32, torch.bfloat16], [False, True]):

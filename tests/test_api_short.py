@@ -101,17 +101,20 @@ def test_varlen_calls_take_it_only_with_max_seqlen(recorder):
     assert _stages(recorder[-1])[0] == "k1"
 
 
-def test_off_by_default_until_run_on_a_gpu():
-    """Session 33 released the short form without a device: it serves only when switched on
-    (KDA_TILE_SHORT=1 or set_short(True)) until a GPU round validates it."""
+def test_on_by_default_since_its_gpu_round():
+    """Session 35's GPU round validated the short form (its GPU tests through the host entry, both
+    forms faster than the two-kernel path at issue 9's rows): it serves by default, and
+    KDA_TILE_SHORT=0 (or set_short(False)) turns it off."""
     import os
     import subprocess
     import sys
     env = {k: v for k, v in os.environ.items() if k != "KDA_TILE_SHORT"}
     code = "from kda_tile import api; print(api.SHORT)"
-    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout.strip() == "False"
-    env["KDA_TILE_SHORT"] = "1"
     assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout.strip() == "True"
+    for value, want in (("0", "False"), ("1", "True")):
+        env["KDA_TILE_SHORT"] = value
+        assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              text=True).stdout.strip() == want
 
 
 def test_forced_paths_and_the_switch_turn_it_off(recorder, monkeypatch):

@@ -108,7 +108,9 @@ def test_caller_output_errors(x, fake_raw):
 
 
 def test_caller_output_type_named_on_the_warm_path(x, monkeypatch):
-    """With the entry's raw call cached, a non-tensor out still gets the API's one-line error."""
+    """With the entry's raw call cached, a non-tensor out still gets the API's one-line error (the
+    two-kernel path's key: the short form, on by default, would take this small call)."""
+    monkeypatch.setattr(api, "SHORT", False)
     calls = []
 
     def raw(*a):

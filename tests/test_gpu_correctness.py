@@ -240,10 +240,10 @@ def _ragged(n, most, seed, empty_every=8):
 
 @pytest.mark.parametrize("lens,H,HV,max_seqlen", [
     ([1, 0, 16, 7, 16, 3], 4, 4, 16), ([0, 9, 16, 1, 0], 1, 4, 16), ([5, 9, 2], 2, 2, 9), ([0, 0, 1], 3, 3, 1),
-    ("ragged500", 2, 2, 16), ("ragged4096", 8, 8, 16), ("ragged8192", 32, 32, 16),
+    ("ragged500", 2, 2, 16), ("ragged4096", 8, 8, 16), ("ragged8192", 4, 4, 16),
     ([1, 0, 64, 17, 33, 16, 48], 4, 4, 64), ([0, 20, 64, 1, 0], 1, 4, 64), ([5, 9, 2], 2, 2, 40),
     ("ragged500", 2, 2, 64), ("ragged4096", 8, 8, 64), ("ragged2048", 32, 32, 64),
-], ids=["mixed_H4", "gva_H1_HV4", "max9", "one_token", "ragged500", "ragged4096_H8", "ragged8192_H32",
+], ids=["mixed_H4", "gva_H1_HV4", "max9", "one_token", "ragged500", "ragged4096_H8", "ragged8192_H4",
         "pw_mixed_H4", "pw_gva_H1_HV4", "pw_max40_short_seqs", "pw_ragged500", "pw_ragged4096_H8",
         "pw_ragged2048_H32"])
 def test_short_varlen(lens, H, HV, max_seqlen, short_on):
