@@ -53,6 +53,7 @@ CONFIGS = list(itertools.product([False, True], [False, True], [None, torch.floa
 
 def test_each_call_gets_the_builds_select_builds_names(recorder):
     # Twice over, in two orders, so that a cached key can never hand one configuration another's entry.
+    keys = set()   # one for every shape of a chunk size (and for the short form, every form of it)
     for cases in (CONFIGS, CONFIGS[::-1]):
         for varlen, fast, h0, ht, (n, H, L) in cases:
             x, kw = _inputs(n, H, varlen, h0, L)
@@ -60,6 +61,8 @@ def test_each_call_gets_the_builds_select_builds_names(recorder):
             assert out == ("o", None)
             k1, k2, nargs, _ = recorder[-1]
             short = api.SHORT and not varlen and h0 is None and L <= configs.PAIRWISE_TOKENS
+            keys.add((varlen, fast, h0, ht) + (("short", L <= configs.SHORT_TOKENS) if short
+                                               else (configs_chunk32(n, H, L, fast), configs_two(n, H, L))))
             want = api.select_builds(varlen=varlen, fast_math=fast,
                                      initial_state_dtype=None if h0 is None else api._STATE_DTYPES[h0],
                                      output_final_state=ht,
@@ -71,13 +74,7 @@ def test_each_call_gets_the_builds_select_builds_names(recorder):
             assert (len(want) == 1) == short
             assert nargs == 11
     assert len(recorder) == 2 * len(CONFIGS)
-    # one key for every shape of a chunk size (and for the short form, every form of it)
-    def form(v, f, h, s):
-        n, H, L = s
-        if api.SHORT and not v and h is None and L <= configs.PAIRWISE_TOKENS:
-            return "short", L <= configs.SHORT_TOKENS
-        return configs_chunk32(*s, f), configs_two(*s)
-    assert len(api._ENTRIES) == len({(v, f, h, t, form(v, f, h, s)) for v, f, h, t, s in CONFIGS})
+    assert len(api._ENTRIES) == len(keys)
 
 
 def configs_chunk32(n, H, L, fast):

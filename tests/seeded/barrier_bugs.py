@@ -180,13 +180,13 @@ def loop_synced():
     return loop_synced
 
 
-def empty_loop_read():
-    # a zero fill read by a neighbour after a loop of N passes: the loop's barriers order the two
-    # only when it runs (the pairwise K1's final-state decay after an empty sequence, session 35)
+def _empty_loop(name, synced):
+    """A zero fill read by a neighbour after a loop of N passes: the loop's barriers order the two
+    only when it runs (the pairwise K1's final-state decay after an empty sequence, session 35)."""
     N = T.dynamic("N")
 
     @T.prim_func
-    def empty_loop_read(A: T.Tensor((N, NT), "float32"), B: T.Tensor((NT,), "float32")):
+    def kern(A: T.Tensor((N, NT), "float32"), B: T.Tensor((NT,), "float32")):
         with T.Kernel(1, threads=NT) as bx:
             S = T.alloc_shared((NT,), "float32")
             tx = T.get_thread_binding()
@@ -195,26 +195,18 @@ def empty_loop_read():
                 T.sync_threads()
                 S[tx] = S[tx] + A[k, tx]
                 T.sync_threads()
+            if synced:
+                T.sync_threads()
             B[tx] = S[(tx + 1) % NT]
-    return empty_loop_read
+    return kern.with_attr("global_symbol", name)
+
+
+def empty_loop_read():
+    return _empty_loop("empty_loop_read", False)          # N = 0: the read meets the fill unordered
 
 
 def empty_loop_synced():
-    N = T.dynamic("N")
-
-    @T.prim_func
-    def empty_loop_synced(A: T.Tensor((N, NT), "float32"), B: T.Tensor((NT,), "float32")):
-        with T.Kernel(1, threads=NT) as bx:
-            S = T.alloc_shared((NT,), "float32")
-            tx = T.get_thread_binding()
-            S[tx] = 0.0
-            for k in T.serial(N):
-                T.sync_threads()
-                S[tx] = S[tx] + A[k, tx]
-                T.sync_threads()
-            T.sync_threads()
-            B[tx] = S[(tx + 1) % NT]
-    return empty_loop_synced
+    return _empty_loop("empty_loop_synced", True)
 
 
 def _mbar_kernel(count, arrive_all=True, parity=0):
