@@ -342,6 +342,7 @@ class K1Config:
                 + ("_short" if self.short_out else "") + ("_ht" if self.short_out and self.short_ht else "")
                 + (f"_n{self.short_chunks}" if self.short_out and self.short_chunks > 1 else "")
                 + ("_lean" if self.short_out and self.short_chunks > 1 and self.short_lean_rows else "")
+                + (f"_t{self.threads}" if self.short_out and self.threads != 64 else "")
                 + ("_ds" if self.dyn_search and self.varlen else "")
                 + ("_skipholes" if self.skip_holes else "")
                 + (f"_mqk{self.mqk_split}" if self.mqk_split else "")

@@ -74,6 +74,15 @@ def build_k1(cfg: K1Config):
     lean_rows = lean and not short_ht
     NRB = NR - CHUNK if lean_rows else NR
     NDK = NR - 2 * CHUNK                          # rows a chunk's start decays (chunks 0 .. j - 2)
+    # The pairwise form over 128 threads (session 36): two threads a column pair, one for each
+    # 8-row half of the chunk (HR rows), so that a program runs 4 warps in the shared memory of 2.
+    # Four warps cannot split a 16-row product's 16 or 48 columns, so k over q (the L and Mqk
+    # operand) and kd over qd (the P and Q operand) are stacked: one 32-row product each.
+    TPC = cfg.threads // (K // 2) if NSUB == 1 else 1
+    HR = C // TPC
+    stack = TPC == 2
+    KO, QO, DQO = (0, R, R) if stack else (0, 0, 0)    # rows of k, q in q_s and of qd in kdh_s
+    assert TPC == 1 or (multi and TPC == 2 and cfg.mqk_diag), f"{cfg.name}: 128 threads at 16 tokens: the pairwise form's"
     assert not short or (CPB == 1 and C == CHUNK and not u0k2 and not split_k and cfg.lean_prologue
                          and not cfg.skip_holes), f"{cfg.name}: short_out's form"
     # Every program's one chunk holds tokens in a fixed batch, and in a varlen one that returns at
@@ -140,19 +149,33 @@ def build_k1(cfg: K1Config):
                         ht[n_seq, hv, e, kb * 32 + j] = nan_if(spill, Sf[e, j])
 
     @T.macro
-    def decay_krs(krs_s, gcl_s, rows, below):
+    def decay_krs(krs_s, gcl_s, rows, below, tx):
         """The pairwise form's krs rows r < below times gcl_s (a chunk's gC), for r < rows: each
-        thread its two columns, every row read before any is written (a read and a write in one
-        row's iteration would take two barriers a row)."""
-        for c, d2 in T.Parallel(CPB, K // 2):
-            kold = T.alloc_local((rows, 2), cfg.ws_dtype)
-            for r in T.unroll(rows):
+        thread its two columns (over 128 threads, of one half of the rows), every row read before
+        any is written (a read and a write in one row's iteration would take two barriers a row)."""
+        if TPC == 2:
+            hf = tx // (K // 2)
+            d2 = tx % (K // 2)
+            RH = rows // 2
+            kold = T.alloc_local((RH, 2), cfg.ws_dtype)
+            for r in T.unroll(RH):
                 for e in T.vectorized(2):
-                    kold[r, e] = krs_s[r, d2 * 2 + e]
-            for r in T.unroll(rows):
+                    kold[r, e] = krs_s[hf * RH + r, d2 * 2 + e]
+            for r in T.unroll(RH):
                 for e in T.vectorized(2):
-                    if r < below:
-                        krs_s[r, d2 * 2 + e] = T.Cast(cfg.ws_dtype, T.Cast(accum, kold[r, e]) * gcl_s[d2 * 2 + e])
+                    if hf * RH + r < below:
+                        krs_s[hf * RH + r, d2 * 2 + e] = T.Cast(
+                            cfg.ws_dtype, T.Cast(accum, kold[r, e]) * gcl_s[d2 * 2 + e])
+        else:
+            for c, d2 in T.Parallel(CPB, K // 2):
+                kold = T.alloc_local((rows, 2), cfg.ws_dtype)
+                for r in T.unroll(rows):
+                    for e in T.vectorized(2):
+                        kold[r, e] = krs_s[r, d2 * 2 + e]
+                for r in T.unroll(rows):
+                    for e in T.vectorized(2):
+                        if r < below:
+                            krs_s[r, d2 * 2 + e] = T.Cast(cfg.ws_dtype, T.Cast(accum, kold[r, e]) * gcl_s[d2 * 2 + e])
 
     @T.macro
     def gate_args(nb, d2, hv, A_log, dt_bias, a_h0, nb_s):
@@ -255,6 +278,75 @@ def build_k1(cfg: K1Config):
         if live and hf == 0:
             for e in T.vectorized(2):
                 gC[hv, bc, d2 * 2 + e] = e1[e] * e2[e]
+
+    @T.macro
+    def column_pass_rows(kq_s, ki_s, kq2_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound, krs_s, gcl_s, jc,
+                         slot_len, hv, tx, a_h0, nb_s):
+        """The pairwise form's column pass over 128 threads: thread (hf, d2) walks rows hf HR ..
+        hf HR + HR - 1 of channels 2 d2, 2 d2 + 1 with its half's cumsum, and the second half adds
+        the first half's total T1 (exchanged through tot_s), so that G runs from the chunk's start
+        as in the one-thread pass. kq_s holds k over q (KO, QO) and kq2_s kd over qd (DQO)."""
+        hf = tx // (K // 2)
+        d2 = tx % (K // 2)
+        gcol = T.alloc_local((HR, 2), accum)
+        kraw = T.alloc_local((HR, 2), cfg.in_dtype)
+        qraw = T.alloc_local((HR, 2), cfg.in_dtype)
+        nb = T.alloc_local((2,), accum)
+        t1 = T.alloc_local((2,), accum)
+        gcl = T.alloc_local((2,), accum)
+        lbl = lower_bound * _math.LOG2E
+        a_h = gate_args(nb, d2, hv, A_log, dt_bias, a_h0, nb_s)
+        for i in T.unroll(HR):
+            for e in T.unroll(2):
+                x = T.Cast(accum, ki_s[hf * HR + i, d2 * 2 + e])
+                if fast or not cfg.ftz:
+                    s_ = sigm(a_h * x + nb[e], fast)
+                else:
+                    s_ = T.call_extern("float32", "kda_rcp_1p_ex2_ftz", (-_math.LOG2E * a_h) * x + nb[e])
+                gcol[i, e] = T.if_then_else(hf * HR + i < slot_len[0], lbl * s_, 0.0)
+        for i in T.unroll(1, HR):
+            for e in T.unroll(2):
+                gcol[i, e] = gcol[i, e] + gcol[i - 1, e]
+        for i in T.unroll(HR):
+            for e in T.vectorized(2):
+                kraw[i, e] = kq_s[KO + hf * HR + i, d2 * 2 + e]
+            for e in T.vectorized(2):
+                qraw[i, e] = kq_s[QO + hf * HR + i, d2 * 2 + e]
+        for e in T.unroll(2):
+            tot_s[hf, d2 * 2 + e] = gcol[HR - 1, e]
+        T.sync_threads()
+        for e in T.unroll(2):
+            t1[e] = T.if_then_else(hf == 1, tot_s[0, d2 * 2 + e], 0.0)
+            gcl[e] = pow2(tot_s[0, d2 * 2 + e] + tot_s[1, d2 * 2 + e], fast)
+        for i in T.unroll(HR):
+            r = hf * HR + i
+            kn = T.alloc_local((2,), accum)
+            qn = T.alloc_local((2,), accum)
+            ep = T.alloc_local((2,), accum)
+            ki = T.alloc_local((2,), accum)
+            for e in T.unroll(2):
+                gi = gcol[i, e] + t1[e]
+                kn[e] = T.Cast(accum, kraw[i, e]) * rk_s[r]
+                qn[e] = T.Cast(accum, qraw[i, e]) * rq_s[r]
+                ep[e] = pow2(gi, fast)
+                ki[e] = kn[e] * pow2(-gi, fast)
+            for e in T.vectorized(2):
+                kq2_s[r, d2 * 2 + e] = T.Cast(cfg.ws_dtype, kn[e] * ep[e])
+            for e in T.vectorized(2):
+                kq2_s[DQO + r, d2 * 2 + e] = T.Cast(cfg.ws_dtype, qn[e] * ep[e])
+            # kr_j into krs's rows of chunk j (they meet zero rows of U this chunk)
+            for e in T.vectorized(2):
+                if jc * C + r < NRB:
+                    krs_s[jc * C + r, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
+            for e in T.vectorized(2):
+                ki_s[r, d2 * 2 + e] = T.Cast(cfg.in_dtype, ki[e])
+            for e in T.vectorized(2):
+                kq_s[KO + r, d2 * 2 + e] = T.Cast(cfg.in_dtype, kn[e] * ep[e])
+            for e in T.vectorized(2):
+                kq_s[QO + r, d2 * 2 + e] = T.Cast(cfg.in_dtype, qn[e] * ep[e])
+        if hf == 0:
+            for e in T.vectorized(2):
+                gcl_s[d2 * 2 + e] = gcl[e]
 
     @T.macro
     def row_pair(a_s, row, b_s, j2, out):
@@ -379,14 +471,21 @@ def build_k1(cfg: K1Config):
             slot_t0 = T.alloc_shared((CPB,), "int32")
             slot_len = T.alloc_shared((CPB,), "int32")
 
-            q_s = T.alloc_shared((R, K), cfg.in_dtype)
-            k_s = T.alloc_shared((R, K), cfg.in_dtype)
+            # stack: k_s is q_s, k in rows [0, R) and q in rows [R, 2R)
+            if stack:
+                q_s = k_s = T.alloc_shared((2 * R, K), cfg.in_dtype)
+            else:
+                q_s = T.alloc_shared((R, K), cfg.in_dtype)
+                k_s = T.alloc_shared((R, K), cfg.in_dtype)
             if split_k:
                 # the bf16 residuals of ki (and of qd) for Mqk; Wk = Ab kd from k_s, staged in wk_s
                 kil_s = T.alloc_shared((R, K), cfg.in_dtype)
                 ql_s = T.alloc_shared((R, K), cfg.in_dtype) if split_q else None
                 wk_s = T.alloc_shared((R, K), cfg.ws_dtype)
                 Abb_s = T.alloc_shared((R, R), cfg.in_dtype)
+            elif stack:
+                # kd in fp16 (rows [0, R)), the operand of the Wk product, over qd in fp16 ([R, 2R))
+                kdh_s = qdh_s = T.alloc_shared((2 * R, K), cfg.ws_dtype)
             else:
                 # kd in fp16, the operand of the Wk product
                 kdh_s = T.alloc_shared((R, K), cfg.ws_dtype)
@@ -399,7 +498,7 @@ def build_k1(cfg: K1Config):
             # It holds g until the column pass writes each ki over the g it read.
             ki_s = T.alloc_shared((R, K), cfg.in_dtype)
             # a 32-token chunk: each half's gate total, for the other half
-            tot_s = T.alloc_shared((NSUB, K), accum) if NSUB == 2 else None
+            tot_s = T.alloc_shared((2, K), accum) if NSUB == 2 or TPC == 2 else None
             # and its inverse's blocks: A11 over A22 (Ad_s), and L21 A11 (X_s)
             Ad_s = T.alloc_shared((C, SUB), accum) if NSUB == 2 else None
             X_s = T.alloc_shared((SUB, SUB), accum) if NSUB == 2 else None
@@ -417,14 +516,24 @@ def build_k1(cfg: K1Config):
                 # fp16, and -P = -Wk krs^T, Q = qd krs^T (rows of chunks not reached stay zero)
                 krs_s = T.alloc_shared((NRB, K), cfg.ws_dtype)
                 Ua_s = T.alloc_shared((NRB, V), cfg.ws_dtype)
-                qdh_s = T.alloc_shared((R, K), cfg.ws_dtype)
-                P_s = T.alloc_shared((R, NRB), cfg.ws_dtype)
-                Q_s = T.alloc_shared((R, NRB), cfg.ws_dtype)
+                if not stack:
+                    qdh_s = T.alloc_shared((R, K), cfg.ws_dtype)
+                if stack:
+                    P_s = T.alloc_shared((2 * R, NRB), cfg.ws_dtype)    # -P over Q
+                else:
+                    P_s = T.alloc_shared((R, NRB), cfg.ws_dtype)
+                    Q_s = T.alloc_shared((R, NRB), cfg.ws_dtype)
                 gcl_s = T.alloc_shared((K,), accum)
-                Pf = T.alloc_fragment((R, NRB), accum)
-                Qf = T.alloc_fragment((R, NRB), accum)
-            Lf = T.alloc_fragment((R, R), accum)
-            Mf = T.alloc_fragment((R, R), accum)
+                if stack:
+                    Pf = Qf = T.alloc_fragment((2 * R, NRB), accum)
+                else:
+                    Pf = T.alloc_fragment((R, NRB), accum)
+                    Qf = T.alloc_fragment((R, NRB), accum)
+            if stack:
+                Lf = Mf = T.alloc_fragment((2 * R, R), accum)
+            else:
+                Lf = T.alloc_fragment((R, R), accum)
+                Mf = T.alloc_fragment((R, R), accum)
 
             if cfg.min_blocks:
                 T.annotate_min_blocks_per_sm(cfg.min_blocks)
@@ -561,9 +670,9 @@ def build_k1(cfg: K1Config):
                     # (clamped again where used: TileLang and `verify` read no bounds through a local)
                     bb = T.max(T.min(ld_b[it], B - 1), 0)
                     tt = T.max(T.min(ld_t[it], Tn - 1), 0)
-                    T.ptx_cp_async(T.access_ptr(q_s[r, d8 * 8], "w", 8),
+                    T.ptx_cp_async(T.access_ptr(q_s[QO + r, d8 * 8], "w", 8),
                                    T.access_ptr(q[bb, tt, h, d8 * 8], "r", 8), 8, ld_ok[it])
-                    T.ptx_cp_async(T.access_ptr(k_s[r, d8 * 8], "w", 8),
+                    T.ptx_cp_async(T.access_ptr(k_s[KO + r, d8 * 8], "w", 8),
                                    T.access_ptr(k[bb, tt, h, d8 * 8], "r", 8), 8, ld_ok[it])
                     T.ptx_cp_async(T.access_ptr(ki_s[r, d8 * 8], "w", 8),
                                    T.access_ptr(g[bb, tt, hv, d8 * 8], "r", 8), 8, ld_ok[it])
@@ -571,7 +680,7 @@ def build_k1(cfg: K1Config):
                 if lean:
                     # behind the copies: the earlier chunks' kr rows decay over the chunk before
                     # (its gC, which this thread formed for these two channels in gcl_s)
-                    decay_krs(krs_s, gcl_s, NDK, (jc - 1) * C)
+                    decay_krs(krs_s, gcl_s, NDK, (jc - 1) * C, tx)
                 if cfg.early_loads:
                     a_h0 = T.alloc_var(accum, init=_math.exp(ah_raw, fast))
                     # beta of row tx, loaded behind the copies and stored once they have landed
@@ -607,9 +716,9 @@ def build_k1(cfg: K1Config):
                     kv = T.alloc_local((8,), cfg.in_dtype)
                     ss = T.alloc_local((3 if cfg.mqk_diag else 2,), accum)
                     for i in T.vectorized(8):
-                        qv[i] = q_s[r, d8 * 8 + i]
+                        qv[i] = q_s[QO + r, d8 * 8 + i]
                     for i in T.vectorized(8):
-                        kv[i] = k_s[r, d8 * 8 + i]
+                        kv[i] = k_s[KO + r, d8 * 8 + i]
                     ss[0] = 0.0
                     ss[1] = 0.0
                     if cfg.mqk_diag:
@@ -642,7 +751,10 @@ def build_k1(cfg: K1Config):
                         beta_s[r] = T.if_then_else(
                             valid, sigm(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, hv]), fast), 0.0)
 
-                if NSUB == 2:
+                if stack:
+                    column_pass_rows(q_s, ki_s, kdh_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound, krs_s,
+                                     gcl_s, jc, slot_len, hv, tx, a_h0, nb_s)
+                elif NSUB == 2:
                     column_pass_halves(q_s, k_s, ki_s, kdh_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound,
                                        qd, kr, gC, slot_len, bc, hv, tx, a_h0, nb_s)
                 # One (chunk, pair of channels) per thread: the gate's cumsum G in registers, and every
@@ -734,7 +846,9 @@ def build_k1(cfg: K1Config):
                             for e in T.vectorized(2):
                                 gcl_s[d2 * 2 + e] = gcl[e]
 
-                if "lm" not in skip:
+                if "lm" not in skip and stack:
+                    T.gemm(k_s, ki_s, Lf, transpose_B=True, clear_accum=True)   # [L; Mqk] = [kd; qd] ki^T
+                elif "lm" not in skip:
                     T.gemm(k_s, ki_s, Lf, transpose_B=True, clear_accum=True)
                     T.gemm(q_s, ki_s, Mf, transpose_B=True, clear_accum=True)
                     if split_k:
@@ -755,7 +869,16 @@ def build_k1(cfg: K1Config):
                                        ld_ok[it] and "v" not in skip)
                     T.ptx_commit_group()
 
-                if "lm" not in skip:
+                if "lm" not in skip and stack:
+                    # one chunk (R == C): rows [0, C) of the stacked product are L's, [C, 2C) Mqk's
+                    # (one loop: TileLang 0.1.15 lays out no loop over half of a fragment's rows)
+                    for r2, j in T.Parallel(2 * C, C):
+                        if r2 < C:
+                            L_s[r2, j] = T.if_then_else(r2 > j, Lf[r2, j] * beta_s[r2], 0.0)
+                        else:
+                            M_s[r2 - C, j] = T.if_then_else(r2 - C > j, Lf[r2, j],
+                                                            T.if_then_else(r2 - C == j, dg_s[r2 - C], 0.0))
+                elif "lm" not in skip:
                     for r, j in T.Parallel(R, R):
                         if r // C == j // C:
                             L_s[r, j % C] = T.if_then_else(r % C > j % C, Lf[r, j] * beta_s[r], 0.0)
@@ -825,22 +948,31 @@ def build_k1(cfg: K1Config):
                     # earlier rows; the pairwise form first forms Wk = Ab kd over kd (fp16), then
                     # -P = -(Wk krs^T) and Q = qd krs^T (zero in the first chunk: skipped)
                     if multi:
-                        T.gemm(Ab_s, kdh_s, WU, clear_accum=True)
+                        T.gemm(Ab_s, kdh_s[0:R, :] if stack else kdh_s, WU, clear_accum=True)
                         for r, e in T.Parallel(R, K):
                             kdh_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
                         # short_lean_rows: in the first chunk too (U's rows are zero there, so the
                         # sums are exact), so that every chunk passes as many barriers: verify
                         # orders one chunk's accesses against another's by their counts
                         if jc > 0 or lean:
-                            T.gemm(kdh_s, krs_s, Pf, transpose_B=True, clear_accum=True)
-                            T.gemm(qdh_s, krs_s, Qf, transpose_B=True, clear_accum=True)
-                            for r, j in T.Parallel(R, NRB):
-                                P_s[r, j] = T.Cast(cfg.ws_dtype, -Pf[r, j])
-                                Q_s[r, j] = T.Cast(cfg.ws_dtype, Qf[r, j])
+                            if stack:
+                                T.gemm(kdh_s, krs_s, Pf, transpose_B=True, clear_accum=True)   # [P; Q]
+                            else:
+                                T.gemm(kdh_s, krs_s, Pf, transpose_B=True, clear_accum=True)
+                                T.gemm(qdh_s, krs_s, Qf, transpose_B=True, clear_accum=True)
+                            if stack:
+                                # -P over Q, one store a thread: with an if over the halves, TileLang
+                                # 0.1.15 hoists both halves' vectorized cast stores out of the branch
+                                for r2, j in T.Parallel(2 * R, NRB):
+                                    P_s[r2, j] = T.Cast(cfg.ws_dtype, T.if_then_else(r2 < R, -Pf[r2, j], Pf[r2, j]))
+                            else:
+                                for r, j in T.Parallel(R, NRB):
+                                    P_s[r, j] = T.Cast(cfg.ws_dtype, -Pf[r, j])
+                                    Q_s[r, j] = T.Cast(cfg.ws_dtype, Qf[r, j])
                     T.gemm(Ab_s, v_s, WU, clear_accum=True)
                     if multi:
                         if jc > 0 or lean:
-                            T.gemm(P_s, Ua_s, WU)
+                            T.gemm(P_s[0:R, :] if stack else P_s, Ua_s, WU)
                     for r, e in T.Parallel(R, V):
                         v_s[r, e] = T.Cast(cfg.ws_dtype, WU[r, e])
                     for r, j in T.Parallel(R, C):
@@ -848,7 +980,7 @@ def build_k1(cfg: K1Config):
                     T.gemm(Ab_s, v_s, WU, clear_accum=True)
                     if multi:
                         if jc > 0 or lean:
-                            T.gemm(Q_s, Ua_s, WU)
+                            T.gemm(P_s[R:2 * R, :] if stack else Q_s, Ua_s, WU)
                     # varlen: a sequence longer than the chunks breaks the caller's max_seqlen; its
                     # rows and state become NaN rather than a wrong answer
                     spill = spill_m if multi else (
@@ -887,7 +1019,7 @@ def build_k1(cfg: K1Config):
                     # barrier orders the rows' zero fill before these reads where an empty
                     # sequence runs no chunk: verify's barriers.race found it)
                     T.sync_threads()
-                    decay_krs(krs_s, gcl_s, NR - CHUNK, (n_ch - 1) * C)
+                    decay_krs(krs_s, gcl_s, NR - CHUNK, (n_ch - 1) * C, tx)
                 short_tail(o, ht, Sf, Ua_s, krs_s, NR, seq_start, seq_end, spill_m, bc, b_all, hv)
 
     # One signature; a fixed batch drops cu_seqlens, so that it stays out of the IR that `verify`
