@@ -676,6 +676,29 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     short_tests 150 short
     SHORT_SHAPES="H32 2048x64 cu" short_rows 4 140 pairwise4.log 3
     SHORT_SHAPES="H32 8192x16 cu" short_rows 1 90 short_round.log 3 ;;
+  round36p)
+    # session 36: issue 9's three split rows without a state, kda_tile and cuDNN in one process
+    # (round 33c's first part printed nothing within 200 s on a fresh H200: fla's first calls),
+    # then fla alone at the same rows into its own folder
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    mkdir -p "$OUT/none" "$OUT/fla"
+    BENCH_STATE=none BENCH_LIBS=kda_tile,cudnn_fe timeout 200 python -u bench/scaling.py --only split \
+      --seqs 256,2048,8192 --out "$OUT/none" > "$OUT/none/scaling.log" 2>&1; grep "^|" "$OUT/none/scaling.log" | tail -5
+    BENCH_STATE=none BENCH_LIBS=fla_triton timeout 240 python -u bench/scaling.py --only split --seqs 256,2048,8192 \
+      --out "$OUT/fla" > "$OUT/fla/scaling.log" 2>&1; grep "^|" "$OUT/fla/scaling.log" | tail -5 ;;
+  round36)
+    # session 36: the pairwise form over 128 threads (t128) beside the released 64-thread form:
+    # both against float64 on every case, then timed at H32 2048x64 cu (both state modes) against
+    # the two kernels, session 34's layout and K1 alone; then ncu of both forms at that row (~8 min)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    SHORT_SHAPES="H32 2048x64 cu" short_rows 4 330 pairwise4.log 5
+    timeout 150 ncu --clock-control none --profile-from-start off -k regex:k1 --section SpeedOfLight \
+      --section Occupancy --section WarpStateStats --section InstructionStats --section LaunchStats \
+      -o "$OUT/pw_ncu" python bench/short_round.py --ncu > "$OUT/pw_ncu.log" 2>&1
+    tail -1 "$OUT/pw_ncu.log"
+    ncu --import "$OUT/pw_ncu.ncu-rep" --csv --page details > "$OUT/pw_ncu_details.csv" 2> /dev/null
+    grep -E "\"Duration\"|Issue Slots Busy|Executed Instructions\"|Achieved Occupancy|Theoretical Occupancy|Registers Per|Warp Cycles Per Issued|Block Limit" \
+      "$OUT/pw_ncu_details.csv" | cut -d, -f13-15 | head -24; rm -f "$OUT/pw_ncu.ncu-rep" ;;
   round35m)
     # session 35, for a short budget: no build (entries compile on first use), both forms JIT
     # against float64, then timed against the two-kernel path (and the pairwise form against
