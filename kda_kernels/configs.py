@@ -290,6 +290,10 @@ class K1Config:
     # a thread read as 16-byte vectors and two adjacent columns a thread (~40 fewer shared loads a
     # thread; session 22).
     inv_rows: bool = False
+    # The 128-thread pairwise form's inverse from 8-row blocks (session 36, JIT only): the serial
+    # chain that one warp runs while the program's other three wait at the barrier, 28 dependent
+    # products a column instead of 120.
+    inv_blocks: bool = False
     # GVA's q/k head (two integer divisions) computed by thread 0 and read from shared memory,
     # not by every thread (~65 instructions a warp; session 22).
     head_once: bool = False
@@ -352,6 +356,7 @@ class K1Config:
                 + ("_rnr" if self.rsqrt_nr and not self.fast_math else "")
                 + ("_tu" if self.tail_unswitch and self.chunk == 2 * CHUNK else "")
                 + ("_ir" if self.inv_rows and self.chunk == 2 * CHUNK else "")
+                + ("_ib" if self.inv_blocks else "")
                 + ("_ho" if self.head_once else "")
                 + ("_el" if self.early_loads else "")
                 + ("_lp" if self.lean_prologue else "")

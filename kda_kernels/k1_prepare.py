@@ -81,6 +81,8 @@ def build_k1(cfg: K1Config):
     TPC = cfg.threads // (K // 2) if NSUB == 1 else 1
     HR = C // TPC
     stack = TPC == 2
+    HB = C // 2                  # K1Config.inv_blocks: the inverse's 8-row blocks
+    assert not cfg.inv_blocks or stack, f"{cfg.name}: inv_blocks takes the 128-thread pairwise form"
     KO, QO, DQO = (0, R, R) if stack else (0, 0, 0)    # rows of k, q in q_s and of qd in kdh_s
     assert TPC == 1 or (multi and TPC == 2 and cfg.mqk_diag), f"{cfg.name}: 128 threads at 16 tokens: the pairwise form's"
     assert not short or (CPB == 1 and C == CHUNK and not u0k2 and not split_k and cfg.lean_prologue
@@ -347,6 +349,37 @@ def build_k1(cfg: K1Config):
         if hf == 0:
             for e in T.vectorized(2):
                 gcl_s[d2 * 2 + e] = gcl[e]
+
+    @T.macro
+    def inverse_halves(L_s, tot_s, Ab_s, beta_s):
+        """Ab = (I + L)^-1 diag(beta) of a 16-token chunk from its 8-row blocks (K1Config.inv_blocks):
+        A11 and A22 by forward substitution (16 threads, a column of a block each: chains of 28
+        products, not 120), then A21 = -A22 (L21 A11) over 64 threads. A11 over A22 and L21 A11
+        live in the gate totals' buffer tot_s (free after the column pass; no shared memory more)."""
+        for hb, j in T.Parallel(2, HB):
+            acol = T.alloc_local((HB,), accum)
+            for i in T.unroll(HB):
+                acol[i] = 0.0
+            for i in T.unroll(HB):
+                acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
+                for m in T.unroll(HB):
+                    if m < i:
+                        acc4 = acc4 - L_s[hb * HB + i, hb * HB + m] * acol[m]
+                acol[i] = acc4
+            for i in T.unroll(HB):
+                tot_s[0, (hb * HB + i) * HB + j] = acol[i]
+                Ab_s[hb * HB + i, hb * HB + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[hb * HB + j])
+        for i, j in T.Parallel(HB, HB):
+            x = T.alloc_var(accum, init=0.0)
+            for m in T.unroll(HB):
+                x = x + L_s[HB + i, m] * tot_s[0, m * HB + j]
+            tot_s[1, i * HB + j] = x
+        for i, j in T.Parallel(HB, HB):
+            a21 = T.alloc_var(accum, init=0.0)
+            for m in T.unroll(HB):
+                a21 = a21 - tot_s[0, (HB + i) * HB + m] * tot_s[1, m * HB + j]
+            Ab_s[HB + i, j] = T.Cast(cfg.mat_dtype, a21 * beta_s[j])
+            Ab_s[i, HB + j] = T.Cast(cfg.mat_dtype, 0)
 
     @T.macro
     def row_pair(a_s, row, b_s, j2, out):
@@ -902,6 +935,8 @@ def build_k1(cfg: K1Config):
 
                 if NSUB == 2:
                     block_inverse(L_s, Ad_s, X_s, Ab_s, beta_s)
+                elif cfg.inv_blocks:
+                    inverse_halves(L_s, tot_s, Ab_s, beta_s)
                 else:
                     # A = (I + L)^-1 by forward substitution, A[i, :] = e_i - sum_{m < i} L[i, m] A[m, :]:
                     # the thread of (chunk, column j) keeps column j of A in registers.

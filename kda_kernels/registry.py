@@ -143,12 +143,13 @@ def _released() -> tuple[Build, ...]:
                                                  verify_rlimit=0 if varlen else SHORT_FIXED_RLIMIT)))
     # ... and sequences of at most 64 tokens (configs.PAIRWISE_TOKENS): the same program over up
     # to four chunks, the earlier chunks' kr and U rows in shared memory (the pairwise form; issue
-    # 9's 2048 x 64 row; sessions 33-35). Without the final state it keeps three chunks' rows (57
-    # KB: 4 programs an SM), with it all four (65 KB: 3); registers for 4.
+    # 9's 2048 x 64 row; sessions 33-36). Without the final state it keeps three chunks' rows (57
+    # KB: 4 programs an SM), with it all four (66 KB: 3); registers for 4. 128 threads, two a
+    # column pair (H100, H32 2048x64: 3.94 -> 3.64 ms, with the state 6.34 -> 5.48; session 36).
     for varlen, out_final in itertools.product((False, True), (False, True)):
         builds.append(Build("k1_short", K1Config(varlen=varlen, short_out=True, short_ht=out_final,
                                                  short_chunks=PAIRWISE_CHUNKS, min_blocks=4, rsqrt_nr=True,
-                                                 short_lean_rows=True,
+                                                 short_lean_rows=True, threads=128,
                                                  early_loads=True, lean_prologue=True,
                                                  verify_rlimit=0 if varlen else SHORT_FIXED_RLIMIT)))
     # The sequence split: K1, then pass A, the scan (which reads the initial state and writes the

@@ -155,15 +155,32 @@ def _barriers_a_chunk(script: str) -> int:
 
 @pytest.mark.parametrize("ht", [False, True])
 def test_pairwise_lean_layout_passes_few_barriers(ht):
-    """The released pairwise form (short_lean_rows) passes 19 barriers a chunk in TileLang
-    0.1.15's lowering, with the final state or without; session 34's layout, 84 (two in each row
-    of the column pass, one in each row of the end-of-chunk decay)."""
+    """The released pairwise form (short_lean_rows, 128 threads) passes 19 barriers a chunk in
+    TileLang 0.1.15's lowering, with the final state or without; session 34's layout (64 threads,
+    all rows), 84 (two in each row of the column pass, one in each row of the end-of-chunk decay)."""
     import dataclasses
     from kda_kernels import registry
     from verify import lowering
     b = registry.find("k1_short", varlen=True, short_ht=ht, short_chunks=4)
     counts = {}
     for lean in (True, False):
-        cfg = dataclasses.replace(b.config, short_lean_rows=lean)
+        cfg = b.config if lean else dataclasses.replace(b.config, short_lean_rows=False, threads=64)
         counts[lean] = _barriers_a_chunk(lowering.lower(b.factory()(cfg), cfg.pass_configs(), name=cfg.name).device_script)
     assert b.config.short_lean_rows and counts[True] <= 24 and counts[False] >= 3 * counts[True], counts
+
+
+def test_pairwise_form_runs_four_warps_a_program():
+    """The released pairwise builds run 128 threads (two a column pair, session 36) at min_blocks
+    4 (128 registers a thread: registers, like shared memory, allow four programs, 16 warps, an
+    SM), and their L, Mqk and P, Q products are each one 32-row product of stacked operands: four
+    warps find no partition of a 16-row product's 16 columns (TileLang refuses to lower it)."""
+    import re
+    from kda_kernels import registry
+    from verify import lowering
+    for ht in (False, True):
+        for varlen in (False, True):
+            b = registry.find("k1_short", varlen=varlen, short_ht=ht, short_chunks=4)
+            assert b.config.threads == 128 and b.config.min_blocks == 4, b.name
+    # (the build lowers at all: the stacked products are what make it lower)
+    script = lowering.lower(b.prim_func(), b.config.pass_configs(), name=b.name).device_script
+    assert re.search(r'T\.launch_thread\("threadIdx\.x", 128\)', script), "128 threads a program"
