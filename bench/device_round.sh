@@ -676,6 +676,18 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     short_tests 150 short
     SHORT_SHAPES="H32 2048x64 cu" short_rows 4 140 pairwise4.log 3
     SHORT_SHAPES="H32 8192x16 cu" short_rows 1 90 short_round.log 3 ;;
+  round36r)
+    # session 36, the 128-thread pairwise form released: the build, the short GPU tests through the
+    # host entry, issue 9's three rows without a state with cuDNN in one process, then the pairwise
+    # form at H32 2048x64 cu beside session 35's 64 threads (t64) and the 8-row-block inverse (ib,
+    # checked against float64 on every case) (~9 min)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    short_tests 90 short
+    mkdir -p "$OUT/none"
+    BENCH_STATE=none BENCH_LIBS=kda_tile,cudnn_fe timeout 110 python -u bench/scaling.py --only split \
+      --seqs 256,2048,8192 --out "$OUT/none" > "$OUT/none/scaling.log" 2>&1; grep "^|" "$OUT/none/scaling.log" | tail -3
+    SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=t64,ib SHORT_CHECK=ib short_rows 4 200 pairwise4.log 5 ;;
   round36p)
     # session 36: issue 9's three split rows without a state, kda_tile and cuDNN in one process
     # (round 33c's first part printed nothing within 200 s on a fresh H200: fla's first calls),
@@ -689,7 +701,8 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
   round36)
     # session 36: the pairwise form over 128 threads (t128) beside the released 64-thread form:
     # both against float64 on every case, then timed at H32 2048x64 cu (both state modes) against
-    # the two kernels, session 34's layout and K1 alone; then ncu of both forms at that row (~8 min)
+    # the two kernels, session 34's layout and K1 alone; then ncu of both forms at that row (~8 min).
+    # (As run then; since the release short_round's default variants are t64 and ib.)
     nvidia-smi --query-gpu=name --format=csv,noheader
     SHORT_SHAPES="H32 2048x64 cu" short_rows 4 330 pairwise4.log 5
     timeout 150 ncu --clock-control none --profile-from-start off -k regex:k1 --section SpeedOfLight \

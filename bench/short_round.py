@@ -23,9 +23,9 @@ with 4 in session 34 and proved with the registry): sequences of up to 32 or 64 
 chunk in one program, with the earlier chunks' kr (decayed) and U in shared memory instead of a
 state. The JIT builds here are the registry's configs (n = 2: the same with two chunks). Each row
 also times session 34's layout (`allrows`: 84 barriers a chunk against 19, and without the state
-3 programs an SM against 4); its o and state must be bitwise the released form's ("!" after its
-time says they are not). Session 36 adds the 128-thread form (`t128`, K1Config.threads 128): each
-correctness case runs it against float64 too, and each row times it, with its o against ours.
+3 programs an SM against 4). Since session 36 a row times the variants SHORT_VARIANTS names
+(default t64,ib; VARIANTS below), each with its o (and state) against the released form's; those
+SHORT_CHECK names (default ib) also run every correctness case against float64.
 """
 import dataclasses
 import json
@@ -50,17 +50,21 @@ def config(varlen, ht=False, n=1):
     return b if n != 2 else dataclasses.replace(b, short_chunks=2)
 
 
-def run_short(d, ht=False, n=1, all_rows=False, threads=None):
-    """(launch, o, final state or None): outputs poisoned with NaN, written by each launch.
-    all_rows: the pairwise form as session 34 released it (K1Config.short_lean_rows off: 84
-    barriers a chunk against 19, and without the final state 3 programs an SM against 4).
-    threads 128: the pairwise form over 4 warps a program (session 36: two threads a column
-    pair, 128 registers a thread, the same shared memory and programs an SM)."""
+# The pairwise form's variants a row times beside the released form (SHORT_VARIANTS, comma-
+# separated; SHORT_CHECK: those also run against float64 on every case), as K1Config changes:
+# allrows, session 34's layout (84 barriers a chunk against 19; 3 programs an SM without the state
+# against 4); t64, session 35's release (64 threads a program; session 36 releases 128); ib, the
+# inverse from 8-row blocks (K1Config.inv_blocks, session 36).
+VARIANTS = {"allrows": dict(short_lean_rows=False, threads=64), "t64": dict(threads=64),
+            "ib": dict(inv_blocks=True)}
+
+
+def run_short(d, ht=False, n=1, variant=None):
+    """(launch, o, final state or None): outputs poisoned with NaN, written by each launch; the
+    released form, or one of VARIANTS."""
     cfg = config(d["cu"] is not None, ht, n)
-    if all_rows:
-        cfg = dataclasses.replace(cfg, short_lean_rows=False)
-    if threads:
-        cfg = dataclasses.replace(cfg, threads=threads)
+    if variant:
+        cfg = dataclasses.replace(cfg, **VARIANTS[variant])
     o = torch.full_like(d["v"], float("nan"))
     B, T, HV, V = d["v"].shape
     N = B if d["cu"] is None else d["cu"].numel() - 1
@@ -111,13 +115,14 @@ def main():
     ap.add_argument("--chunks", type=int, default=1, choices=[1, 2, 4],
                     help="1: the released short form; 2 or 4: the pairwise form (JIT)")
     ap.add_argument("--ncu", action="store_true",
-                    help="only the pairwise form (64 threads, then 128) at H32 2048x64 cu, no state, each "
-                         "once inside the CUDA profiler's range (ncu --profile-from-start off)")
+                    help="only the pairwise form (released, then each of SHORT_VARIANTS) at H32 2048x64 cu, no "
+                         "state, each once inside the CUDA profiler's range (ncu --profile-from-start off)")
     a = ap.parse_args()
     n = a.chunks
     if a.ncu:
         d = k1_round.inputs(1, 2048 * 64, 32, [64] * 2048, seed=7)
-        k1_round.profiled(run_short(d, False, 4)[0], run_short(d, False, 4, threads=128)[0])
+        variants = [v for v in os.environ.get("SHORT_VARIANTS", "ib").split(",") if v]
+        k1_round.profiled(run_short(d, False, 4)[0], *(run_short(d, False, 4, v)[0] for v in variants))
         return
     cases, shapes = (CASES, SHAPES) if n == 1 else (CASES_N, SHAPES_N)
     # SHORT_SHAPES="label;label": only those timing shapes (a short device call)
@@ -125,7 +130,9 @@ def main():
     shapes = [s for s in shapes if not only or s[0] in only]
     most = 16 * n
     worst = [0.0, 0.0]
-    worst_t = [0.0, 0.0]   # the 128-thread pairwise form
+    variants = [v for v in os.environ.get("SHORT_VARIANTS", "t64,ib").split(",") if v] if n == 4 else []
+    checked = [v for v in os.environ.get("SHORT_CHECK", "ib").split(",") if v] if n == 4 else []
+    worst_v = {v: [0.0, 0.0] for v in checked}
     for ht in (False, True):
         for i, (label, B, T, H, lens) in enumerate(cases):
             lens = lens_of(lens, i, 300 if n > 1 else 500, most)
@@ -145,19 +152,19 @@ def main():
             print(json.dumps(dict(case=label, ht=ht, err_o=errs[0], err_ht=errs[1] if ht else None,
                                   nan=int(torch.isnan(o).sum()) + (int(torch.isnan(h).sum()) if ht else 0))),
                   flush=True)
-            if n == 4:
-                go, o, h = run_short(d, ht, n, threads=128)
+            for v in checked:
+                go, o, h = run_short(d, ht, n, v)
                 go()
                 torch.cuda.synchronize()
                 errs = [rel_err(o.double(), ref)] + ([rel_err(h.double(), ref_h)] if ht else [])
                 for j, e in enumerate(errs):
-                    worst_t[j] = max(worst_t[j], e) if e == e else float("nan")
-                print(json.dumps(dict(case=label, form="t128", ht=ht, err_o=errs[0], err_ht=errs[1] if ht else None,
+                    worst_v[v][j] = max(worst_v[v][j], e) if e == e else float("nan")
+                print(json.dumps(dict(case=label, form=v, ht=ht, err_o=errs[0], err_ht=errs[1] if ht else None,
                                       nan=int(torch.isnan(o).sum()) + (int(torch.isnan(h).sum()) if ht else 0))),
                       flush=True)
     print(f"correctness: worst err_o {worst[0]:.2e}, worst err_ht {worst[1]:.2e}", flush=True)
-    if n == 4:
-        print(f"correctness t128: worst err_o {worst_t[0]:.2e}, worst err_ht {worst_t[1]:.2e}", flush=True)
+    for v, w in worst_v.items():
+        print(f"correctness {v}: worst err_o {w[0]:.2e}, worst err_ht {w[1]:.2e}", flush=True)
     rows = []
     for label, B, T, H, lens in shapes:
         lens = lens_of(lens, 7, 8192 if n == 1 else 2048, most)
@@ -179,22 +186,14 @@ def main():
                 if not ht:
                     k1, _ = k1_round.run_k1(k1_round.RELEASED, d)
                     row["K1 alone ms"] = do_bench(k1, warmup=10, rep=100, return_mode="median")
-                if n > 1:
-                    go_a, o_a, h_a = run_short(d, ht, n, all_rows=True)
-                    go_a()
+                for v in variants:
+                    go_v, o_v, h_v = run_short(d, ht, n, v)
+                    go_v()
                     torch.cuda.synchronize()
-                    # the same products over more zero rows, the same decays elsewhere: bitwise
-                    row["allrows same o"] = bool(torch.equal(o_a, o)) and (not ht or bool(torch.equal(h_a, h)))
-                    row["allrows ms"] = do_bench(go_a, warmup=10, rep=100, return_mode="median")
-                    del o_a, h_a
-                if n == 4:
-                    go_t, o_t, h_t = run_short(d, ht, n, threads=128)
-                    go_t()
-                    torch.cuda.synchronize()
-                    row["t128 agree"] = max(rel_err(o_t.double(), o.double()),
-                                            rel_err(h_t.double(), h.double()) if ht else 0.0)
-                    row["t128 ms"] = do_bench(go_t, warmup=10, rep=100, return_mode="median")
-                    del o_t, h_t
+                    row[f"{v} agree"] = max(rel_err(o_v.double(), o.double()),
+                                            rel_err(h_v.double(), h.double()) if ht else 0.0)
+                    row[f"{v} ms"] = do_bench(go_v, warmup=10, rep=100, return_mode="median")
+                    del o_v, h_v
             moved = sum(d[n].numel() * d[n].element_size() for n in ("q", "k", "v", "g", "beta")) + o.numel() * 2
             moved += h.numel() * 4 if ht else 0
             row["floor ms"] = moved / 4.27e12 * 1e3
@@ -202,13 +201,12 @@ def main():
             print(json.dumps(row), flush=True)
             del o, h, o_pre, h_pre
     print(f"{'shape':30s} {'state':>5s} {'short ms':>9s} {'kda_prefill':>11s} {'ratio':>6s} {'K1 alone':>8s} "
-          f"{'floor':>6s} {'agree':>8s} {'allrows':>8s} {'t128':>7s} {'t128 agr':>8s}")
+          f"{'floor':>6s} {'agree':>8s}" + "".join(f" {v:>7s} {v + ' agr':>9s}" for v in variants))
     for r in rows:
         k1 = f"{r['K1 alone ms']:8.3f}" if "K1 alone ms" in r else f"{'-':>8s}"
-        ar = f"{r['allrows ms']:7.3f}{'' if r['allrows same o'] else '!'}" if "allrows ms" in r else f"{'-':>8s}"
-        t1 = f"{r['t128 ms']:7.3f} {r['t128 agree']:8.1e}" if "t128 ms" in r else f"{'-':>7s} {'-':>8s}"
+        vs = "".join(f" {r[v + ' ms']:7.3f} {r[v + ' agree']:9.1e}" for v in variants)
         print(f"{r['shape']:30s} {'ht' if r['ht'] else '-':>5s} {r['short ms']:9.3f} {r['kda_prefill ms']:11.3f} "
-              f"{r['short ms'] / r['kda_prefill ms']:6.3f} {k1} {r['floor ms']:6.3f} {r['agree']:8.1e} {ar} {t1}")
+              f"{r['short ms'] / r['kda_prefill ms']:6.3f} {k1} {r['floor ms']:6.3f} {r['agree']:8.1e}{vs}")
 
 
 if __name__ == "__main__":
