@@ -688,6 +688,27 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     BENCH_STATE=none BENCH_LIBS=kda_tile,cudnn_fe timeout 110 python -u bench/scaling.py --only split \
       --seqs 256,2048,8192 --out "$OUT/none" > "$OUT/none/scaling.log" 2>&1; grep "^|" "$OUT/none/scaling.log" | tail -3
     SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=t64,ib SHORT_CHECK=ib short_rows 4 200 pairwise4.log 5 ;;
+  round36n)
+    # the release's short GPU tests alone, no build (entries compile on first use), for the last
+    # ~4 device-minutes of session 36
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    short_tests 170 short ;;
+  round36m)
+    # round 36r cut to ~4 minutes: the build, the short GPU tests through the host entry (the
+    # 128-thread pairwise builds), then issue 9's 2048 x 64 row through kda_prefill alone
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 110 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    short_tests 45 short
+    mkdir -p "$OUT/none"
+    BENCH_STATE=none BENCH_LIBS=kda_tile timeout 60 python -u bench/scaling.py --only split --seqs 2048 \
+      --out "$OUT/none" > "$OUT/none/scaling.log" 2>&1; grep "^|" "$OUT/none/scaling.log" | tail -1 ;;
+  round36q)
+    # round 36r cut to the device time left (~7 min): the build, the short GPU tests through the
+    # host entry, the pairwise variants at H32 2048x64 cu
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    short_tests 60 short
+    SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=t64,ib SHORT_CHECK=ib short_rows 4 180 pairwise4.log 5 ;;
   round36p)
     # session 36: issue 9's three split rows without a state, kda_tile and cuDNN in one process
     # (round 33c's first part printed nothing within 200 s on a fresh H200: fla's first calls),

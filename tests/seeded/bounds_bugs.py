@@ -310,3 +310,59 @@ PASS_CONFIGS.update(shared_index_clamped=RAW, shared_index_unclamped=RAW)
 PRECONDITIONS.update(shared_index_clamped=["H >= 1"], shared_index_unclamped=["H >= 1"])
 EXPECT.update(shared_index_clamped=None, shared_index_unclamped="bounds.global")
 TWIN.update(shared_index_unclamped="shared_index_clamped")
+
+
+# A bug TileLang writes (0.1.15, found in session 36's 128-thread pairwise K1): a T.Parallel loop
+# over a fragment's rows whose two branches store vectorized casts into two buffers, one for each
+# half of the rows. The lowering hoists both halves' stores out of the branch, so every thread
+# writes both buffers from a local only one branch set: P_s past its end for the second half's
+# threads, Q_s at a negative offset for the first's. The clean twin stores one stacked buffer
+# from a select (what k1_prepare does).
+def _cast_halves(name, select):
+    R, N = 16, 32
+
+    @T.prim_func
+    def kernel(A: T.Tensor((2 * R, N), "float16"), B: T.Tensor((N, N), "float16"),
+               P: T.Tensor((R, N), "float16"), Q: T.Tensor((R, N), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((2 * R, N), "float16")
+            B_s = T.alloc_shared((N, N), "float16")
+            F = T.alloc_fragment((2 * R, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.gemm(A_s, B_s, F, clear_accum=True)
+            if select:
+                PQ_s = T.alloc_shared((2 * R, N), "float16")
+                for r2, j in T.Parallel(2 * R, N):
+                    PQ_s[r2, j] = T.Cast("float16", T.if_then_else(r2 < R, -F[r2, j], F[r2, j]))
+                for r, j in T.Parallel(R, N):
+                    P[r, j] = PQ_s[r, j]
+                    Q[r, j] = PQ_s[R + r, j]
+            else:
+                P_s = T.alloc_shared((R, N), "float16")
+                Q_s = T.alloc_shared((R, N), "float16")
+                for r2, j in T.Parallel(2 * R, N):
+                    if r2 < R:
+                        P_s[r2, j] = T.Cast("float16", -F[r2, j])
+                    else:
+                        Q_s[r2 - R, j] = T.Cast("float16", F[r2, j])
+                for r, j in T.Parallel(R, N):
+                    P[r, j] = P_s[r, j]
+                    Q[r, j] = Q_s[r, j]
+    kernel.__name__ = name
+    return kernel
+
+
+def cast_halves_branch():
+    return _cast_halves("cast_halves_branch", False)
+
+
+def cast_halves_select():
+    return _cast_halves("cast_halves_select", True)
+
+
+KERNELS.update(cast_halves_branch=cast_halves_branch, cast_halves_select=cast_halves_select)
+# (the fragment's rows store 4-way conflicted in both: not what this pair is about)
+BANK_BUDGET = {"cast_halves_branch": 4, "cast_halves_select": 4}
+EXPECT.update(cast_halves_branch="bounds.shared", cast_halves_select=None)
+TWIN.update(cast_halves_branch="cast_halves_select")
