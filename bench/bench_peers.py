@@ -119,13 +119,28 @@ def cudnn_fe(d, cu_dtype=torch.int32, **kw):
     return o.unsqueeze(0) if o.dim() == 3 else o, ht
 
 
+LIBS = ("kda_tile", "fla_triton", "cudnn_fe")
+
+
+def bench_libs():
+    """BENCH_LIBS (e.g. "kda_tile,cudnn_fe"; the others are not run: say so in the notes), or None
+    for all. A name that is no library is an error, not a peer silently left out (session 36's
+    round 36p named fla "fla" and timed no fla at all)."""
+    libs = os.environ.get("BENCH_LIBS")
+    if libs:
+        bad = [x for x in libs.split(",") if x not in LIBS]
+        if bad:
+            raise SystemExit(f"BENCH_LIBS: expected names among {', '.join(LIBS)}, got {', '.join(bad)}")
+    return libs
+
+
 def modes(d, lens):
     """Every legitimate call mode of each library for these inputs: {library: [(mode, fn)]}. Each runs
     under torch.inference_mode() and under torch.no_grad(); the fastest mode whose output agrees
     with kda_tile's is the library's time, and the report names it."""
     fixed = len(set(lens)) == 1
     fd = _fixed(d, lens) if fixed else None
-    libs = os.environ.get("BENCH_LIBS")  # e.g. "kda_tile,cudnn_fe": the others are not run (say so in the notes)
+    libs = bench_libs()
     out = {
         "kda_tile": [("cu_seqlens", lambda: ours(d)), ("cu_seqlens, max_seqlen", lambda: ours(d, max_seqlen=max(lens)))]
         + ([("batched", lambda: ours(fd, cu=False))] if fixed else []),
@@ -266,6 +281,7 @@ def main():
                     help="no GPU work: write the report from peers-rows.jsonl files of earlier runs (later files "
                          "replace earlier rows of the same shape), in SHAPES' order")
     args = ap.parse_args()
+    bench_libs()     # a misspelt library fails here, before any shape runs
     if args.from_rows:
         rows = {}
         for f in args.from_rows:

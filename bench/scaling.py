@@ -123,6 +123,7 @@ def main():
     from triton.testing import do_bench
 
     import bench_peers
+    bench_peers.bench_libs()     # a misspelt library fails here, before any row runs
     rows = []
     todo = shapes(args.only)
     if args.seqs:

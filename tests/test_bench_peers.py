@@ -111,3 +111,15 @@ def test_card_names_the_device():
     assert BP.card("NVIDIA H100 80GB HBM3") == "h100"
     assert BP.card("NVIDIA H200") == "h200"
     assert BP.card("NVIDIA A100-SXM4-80GB") == "a100"
+
+
+def test_bench_libs_rejects_a_name_that_is_no_library(monkeypatch):
+    """BENCH_LIBS=fla (bench_peers calls it fla_triton) once timed no fla at all and said nothing
+    (session 36, round 36p): a name that is no library stops the run, naming what it takes."""
+    monkeypatch.setenv("BENCH_LIBS", "kda_tile,fla")
+    with pytest.raises(SystemExit, match="BENCH_LIBS: expected names among kda_tile, fla_triton, cudnn_fe, got fla"):
+        BP.bench_libs()
+    monkeypatch.setenv("BENCH_LIBS", "kda_tile,cudnn_fe")
+    assert BP.bench_libs() == "kda_tile,cudnn_fe"
+    monkeypatch.delenv("BENCH_LIBS")
+    assert BP.bench_libs() is None
