@@ -99,6 +99,13 @@ def build_k1(cfg: K1Config):
             return T.call_extern("float32", "kda_sigmoid_rcp_ftz", x)
         return _math.sigmoid_rcp(x, fast)
 
+    def gate_sigm(a_h, x, nb_e):
+        """sigmoid(a_h (x + dt_bias)) with nb_e the bias term gate_args formed: the accurate ftz
+        form takes -log2(e) a_h x + nb_e straight into ex2"""
+        if fast or not cfg.ftz:
+            return sigm(a_h * x + nb_e, fast)
+        return T.call_extern("float32", "kda_rcp_1p_ex2_ftz", (-_math.LOG2E * a_h) * x + nb_e)
+
     def pow2(x, fast):
         return _math.ex2(x, fast or cfg.ftz)
 
@@ -155,29 +162,18 @@ def build_k1(cfg: K1Config):
         """The pairwise form's krs rows r < below times gcl_s (a chunk's gC), for r < rows: each
         thread its two columns (over 128 threads, of one half of the rows), every row read before
         any is written (a read and a write in one row's iteration would take two barriers a row)."""
-        if TPC == 2:
-            hf = tx // (K // 2)
-            d2 = tx % (K // 2)
-            RH = rows // 2
-            kold = T.alloc_local((RH, 2), cfg.ws_dtype)
-            for r in T.unroll(RH):
-                for e in T.vectorized(2):
-                    kold[r, e] = krs_s[hf * RH + r, d2 * 2 + e]
-            for r in T.unroll(RH):
-                for e in T.vectorized(2):
-                    if hf * RH + r < below:
-                        krs_s[hf * RH + r, d2 * 2 + e] = T.Cast(
-                            cfg.ws_dtype, T.Cast(accum, kold[r, e]) * gcl_s[d2 * 2 + e])
-        else:
-            for c, d2 in T.Parallel(CPB, K // 2):
-                kold = T.alloc_local((rows, 2), cfg.ws_dtype)
-                for r in T.unroll(rows):
-                    for e in T.vectorized(2):
-                        kold[r, e] = krs_s[r, d2 * 2 + e]
-                for r in T.unroll(rows):
-                    for e in T.vectorized(2):
-                        if r < below:
-                            krs_s[r, d2 * 2 + e] = T.Cast(cfg.ws_dtype, T.Cast(accum, kold[r, e]) * gcl_s[d2 * 2 + e])
+        hf = tx // (K // 2)
+        d2 = tx % (K // 2)
+        RH = rows // TPC
+        kold = T.alloc_local((RH, 2), cfg.ws_dtype)
+        for r in T.unroll(RH):
+            for e in T.vectorized(2):
+                kold[r, e] = krs_s[hf * RH + r, d2 * 2 + e]
+        for r in T.unroll(RH):
+            for e in T.vectorized(2):
+                if hf * RH + r < below:
+                    krs_s[hf * RH + r, d2 * 2 + e] = T.Cast(
+                        cfg.ws_dtype, T.Cast(accum, kold[r, e]) * gcl_s[d2 * 2 + e])
 
     @T.macro
     def gate_args(nb, d2, hv, A_log, dt_bias, a_h0, nb_s):
@@ -220,10 +216,7 @@ def build_k1(cfg: K1Config):
         for i in T.unroll(SUB):
             for e in T.unroll(2):
                 x = T.Cast(accum, ki_s[hf * SUB + i, d2 * 2 + e])
-                if fast or not cfg.ftz:
-                    s_ = sigm(a_h * x + nb[e], fast)
-                else:
-                    s_ = T.call_extern("float32", "kda_rcp_1p_ex2_ftz", (-_math.LOG2E * a_h) * x + nb[e])
+                s_ = gate_sigm(a_h, x, nb[e])
                 if cfg.tail_unswitch:
                     gcol[i, e] = lbl * s_
                 else:
@@ -301,10 +294,7 @@ def build_k1(cfg: K1Config):
         for i in T.unroll(HR):
             for e in T.unroll(2):
                 x = T.Cast(accum, ki_s[hf * HR + i, d2 * 2 + e])
-                if fast or not cfg.ftz:
-                    s_ = sigm(a_h * x + nb[e], fast)
-                else:
-                    s_ = T.call_extern("float32", "kda_rcp_1p_ex2_ftz", (-_math.LOG2E * a_h) * x + nb[e])
+                s_ = gate_sigm(a_h, x, nb[e])
                 gcol[i, e] = T.if_then_else(hf * HR + i < slot_len[0], lbl * s_, 0.0)
         for i in T.unroll(1, HR):
             for e in T.unroll(2):
@@ -808,10 +798,7 @@ def build_k1(cfg: K1Config):
                         for i in T.unroll(C):
                             for e in T.unroll(2):
                                 x = T.Cast(accum, ki_s[c * C + i, d2 * 2 + e])
-                                if fast or not cfg.ftz:
-                                    s_ = sigm(a_h * x + nb[e], fast)
-                                else:
-                                    s_ = T.call_extern("float32", "kda_rcp_1p_ex2_ftz", (-_math.LOG2E * a_h) * x + nb[e])
+                                s_ = gate_sigm(a_h, x, nb[e])
                                 gcol[i, e] = T.if_then_else(i < slot_len[c], lbl * s_, 0.0)
                         for i in T.unroll(1, C):
                             for e in T.unroll(2):
