@@ -354,7 +354,58 @@ def cp_async_rows_unindexed():
     return _cp_async_rows("cp_async_rows_unindexed", lambda it, tx: tx // 8)
 
 
-KERNELS = {f.__name__: f for f in (cp_async_rows, cp_async_rows_again, cp_async_rows_unindexed, cp_async_read_early, ws_carry_unsynced, ws_carry_synced, missing_sync, synced, divergent_sync, uniform_sync, divergent_return,
+def _next_in_flight(name, v_last):
+    """The pairwise form's next_early pattern (k1_prepare, session 37): chunk c + 1's rows X are
+    copied during chunk c, behind the barrier after X's last read, while chunk c's V copy is
+    retired by wait_group(1), which leaves only the newest group in flight; one wait_group(0) after
+    the loop. v_last: V's group is committed after X's, so wait_group(1) leaves V's in flight
+    while the block reads it (the bug: groups retire oldest first)."""
+    @T.prim_func
+    def kern(A: T.Tensor((4, 64, 64), "bfloat16"), W: T.Tensor((4, 64, 64), "bfloat16"),
+             B: T.Tensor((4, 64, 64), "bfloat16"), O: T.Tensor((4, 64, 64), "bfloat16")):
+        with T.Kernel(1, threads=NT) as bx:
+            X = T.alloc_shared((64, 64), "bfloat16")
+            Vs = T.alloc_shared((64, 64), "bfloat16")
+            tx = T.get_thread_binding()
+            for it in T.unroll(4):
+                T.ptx_cp_async(T.access_ptr(X[it * 16 + tx // 8, tx % 8 * 8], "w", 8),
+                               T.access_ptr(A[0, it * 16 + tx // 8, tx % 8 * 8], "r", 8), 8)
+            T.ptx_commit_group()
+            for c in T.serial(4):
+                T.ptx_wait_group(0)
+                T.sync_threads()
+                for i in T.serial(32):
+                    B[c, (i * NT + tx) // 64, (i * NT + tx) % 64] = X[(i * NT + tx) // 64, (i * NT + tx) % 64]
+                T.sync_threads()
+                for half in T.unroll(2):
+                    if half == (1 if v_last else 0):
+                        for it in T.unroll(4):
+                            T.ptx_cp_async(T.access_ptr(Vs[it * 16 + tx // 8, tx % 8 * 8], "w", 8),
+                                           T.access_ptr(W[c, it * 16 + tx // 8, tx % 8 * 8], "r", 8), 8)
+                        T.ptx_commit_group()
+                    else:
+                        for it in T.unroll(4):
+                            T.ptx_cp_async(T.access_ptr(X[it * 16 + tx // 8, tx % 8 * 8], "w", 8),
+                                           T.access_ptr(A[T.min(c + 1, 3), it * 16 + tx // 8, tx % 8 * 8], "r", 8),
+                                           8, c + 1 < 4)
+                        T.ptx_commit_group()
+                T.ptx_wait_group(1)
+                T.sync_threads()
+                for i in T.serial(32):
+                    O[c, (i * NT + tx) // 64, (i * NT + tx) % 64] = Vs[(i * NT + tx) // 64, (i * NT + tx) % 64]
+            T.ptx_wait_group(0)
+    return kern.with_attr("global_symbol", name)
+
+
+def next_in_flight():
+    return _next_in_flight("next_in_flight", False)
+
+
+def next_in_flight_newest():
+    return _next_in_flight("next_in_flight_newest", True)   # wait_group(1) leaves V's group in flight
+
+
+KERNELS = {f.__name__: f for f in (next_in_flight, next_in_flight_newest, cp_async_rows, cp_async_rows_again, cp_async_rows_unindexed, cp_async_read_early, ws_carry_unsynced, ws_carry_synced, missing_sync, synced, divergent_sync, uniform_sync, divergent_return,
                                    uniform_return, global_neighbour, global_synced, named_count, named_ok,
                                    loop_war, loop_synced, empty_loop_read, empty_loop_synced, mbar_ok, mbar_count, mbar_half_arrive,
                                    mbar_parity, mbar_loop_ok, mbar_loop_parity)}
@@ -370,12 +421,12 @@ EXPECT = {"missing_sync": "barriers.race", "synced": None, "divergent_sync": "ba
           "mbar_parity": "barriers.race", "mbar_loop_ok": None, "mbar_loop_parity": "barriers.parity",
           "ws_carry_unsynced": "barriers.race", "ws_carry_synced": None,
           "cp_async_rows": None, "cp_async_rows_again": "barriers.race", "cp_async_rows_unindexed": "barriers.race",
-          "cp_async_read_early": "barriers.race"}
+          "cp_async_read_early": "barriers.race", "next_in_flight": None, "next_in_flight_newest": "barriers.race"}
 TWIN = {"missing_sync": "synced", "divergent_sync": "uniform_sync", "divergent_return": "uniform_return",
         "global_neighbour": "global_synced", "named_count": "named_ok",
         "loop_war": "loop_synced", "empty_loop_read": "empty_loop_synced", "mbar_count": "mbar_ok", "mbar_half_arrive": "mbar_ok", "mbar_parity": "mbar_ok",
         "mbar_loop_parity": "mbar_loop_ok", "ws_carry_unsynced": "ws_carry_synced",
         "cp_async_rows_again": "cp_async_rows", "cp_async_rows_unindexed": "cp_async_rows",
-        "cp_async_read_early": "cp_async_rows"}
+        "cp_async_read_early": "cp_async_rows", "next_in_flight_newest": "next_in_flight"}
 # the early read's 2-byte loads at a 16-byte stride (degree 4): not the bug it seeds
 BANK_BUDGET = {"cp_async_read_early": 4}
