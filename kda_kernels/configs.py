@@ -294,6 +294,11 @@ class K1Config:
     # chain that one warp runs while the program's other three wait at the barrier, 28 dependent
     # products a column instead of 120.
     inv_blocks: bool = False
+    # The pairwise form's next chunk in flight (session 37): chunk j + 1's q, k, g copies and beta
+    # load issued once chunk j's [L; Mqk] product has read q_s and ki_s, so that they land behind
+    # chunk j's inverse and products instead of at chunk j + 1's start (round 37a: ~10% of the
+    # warps' samples waited there on an H100). No extra shared memory.
+    next_early: bool = False
     # GVA's q/k head (two integer divisions) computed by thread 0 and read from shared memory,
     # not by every thread (~65 instructions a warp; session 22).
     head_once: bool = False
@@ -357,6 +362,7 @@ class K1Config:
                 + ("_tu" if self.tail_unswitch and self.chunk == 2 * CHUNK else "")
                 + ("_ir" if self.inv_rows and self.chunk == 2 * CHUNK else "")
                 + ("_ib" if self.inv_blocks else "")
+                + ("_ne" if self.next_early else "")
                 + ("_ho" if self.head_once else "")
                 + ("_el" if self.early_loads else "")
                 + ("_lp" if self.lean_prologue else "")

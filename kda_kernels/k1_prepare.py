@@ -81,6 +81,8 @@ def build_k1(cfg: K1Config):
     TPC = cfg.threads // (K // 2) if NSUB == 1 else 1
     HR = C // TPC
     stack = TPC == 2
+    ne = multi and cfg.next_early
+    assert not cfg.next_early or multi, f"{cfg.name}: next_early takes the pairwise form"
     HB = C // 2                  # K1Config.inv_blocks: the inverse's 8-row blocks
     assert not cfg.inv_blocks or stack, f"{cfg.name}: inv_blocks takes the 128-thread pairwise form"
     KO, QO, DQO = (0, R, R) if stack else (0, 0, 0)    # rows of k, q in q_s and of qd in kdh_s
@@ -428,6 +430,44 @@ def build_k1(cfg: K1Config):
                 Ab_s[i, SUB + j] = T.Cast(cfg.mat_dtype, 0)
 
     @T.macro
+    def chunk_rows(ld_t, ld_b, ld_ok, t0, ln, b, tx):
+        """Each thread's NPASS load rows of the chunk of ln tokens from token t0 of row b."""
+        for it in T.unroll(NPASS):
+            r = it * RPP + tx // LPR
+            t = t0 + r
+            ld_ok[it] = r < ln and t >= 0 and t < Tn and b >= 0 and b < B
+            ld_t[it] = t
+            ld_b[it] = b
+
+    @T.macro
+    def qkg_copies(q, k, g, q_s, k_s, ki_s, ld_t, ld_b, ld_ok, h, hv, tx):
+        """q, k, g straight into shared memory by cp.async, 16 bytes a copy and LPR lanes a row,
+        all in flight at once, one commit group; rows outside the chunk are zero-filled (the copy
+        is predicated off and its address clamped into the tensor)."""
+        for it in T.unroll(NPASS):
+            r = it * RPP + tx // LPR
+            d8 = tx % LPR
+            # (clamped again where used: TileLang and `verify` read no bounds through a local)
+            bb = T.max(T.min(ld_b[it], B - 1), 0)
+            tt = T.max(T.min(ld_t[it], Tn - 1), 0)
+            T.ptx_cp_async(T.access_ptr(q_s[QO + r, d8 * 8], "w", 8),
+                           T.access_ptr(q[bb, tt, h, d8 * 8], "r", 8), 8, ld_ok[it])
+            T.ptx_cp_async(T.access_ptr(k_s[KO + r, d8 * 8], "w", 8),
+                           T.access_ptr(k[bb, tt, h, d8 * 8], "r", 8), 8, ld_ok[it])
+            T.ptx_cp_async(T.access_ptr(ki_s[r, d8 * 8], "w", 8),
+                           T.access_ptr(g[bb, tt, hv, d8 * 8], "r", 8), 8, ld_ok[it])
+        T.ptx_commit_group()
+
+    @T.macro
+    def beta_row(beta, braw_n, t0, ln, b, hv, tx):
+        """braw_n[0]: beta of the chunk's row tx (0 past its ln tokens), for next_early, kept in
+        its own dtype so that nothing waits for the load before the chunk that reads it"""
+        braw_n[0] = T.Cast(cfg.in_dtype, 0)
+        if tx < C:
+            if tx < ln and t0 + tx >= 0 and t0 + tx < Tn and b >= 0 and b < B:
+                braw_n[0] = beta[T.max(T.min(b, B - 1), 0), T.max(T.min(t0 + tx, Tn - 1), 0), hv]
+
+    @T.macro
     def slot_search(cu_seqlens, slot):
         """(t0, len) of the chunk in varlen slot `slot`, len 0 for a hole.
 
@@ -658,48 +698,56 @@ def build_k1(cfg: K1Config):
 
             # Guards below repeat what the slot computation ensures, so that each global access's
             # bounds follow from its own condition, which is what `verify` proves.
-            # q, k, g straight into shared memory by cp.async, 16 bytes a copy and LPR lanes a row,
-            # all in flight at once; rows outside the chunk are zero-filled (the copy is predicated
-            # off and its address clamped into the tensor). Rows and predicates first, then the
-            # copies back to back: TileLang puts a barrier between a copy and a later read of shared
-            # memory.
+            # q, k, g by qkg_copies: rows and predicates first, then the copies back to back
+            # (TileLang puts a barrier between a copy and a later read of shared memory).
             # short_chunks > 1: the pairwise form walks the sequence's chunks (a Python list of one
             # otherwise, which leaves the one-chunk builds' IR as it was)
+            if ne:
+                # chunk 0's copies and beta here, each later chunk's during the chunk before
+                ld_t = T.alloc_local((NPASS,), "int32")
+                ld_b = T.alloc_local((NPASS,), "int32")
+                ld_ok = T.alloc_local((NPASS,), "bool")
+                braw_n = T.alloc_local((1,), cfg.in_dtype)
+                chunk_rows(ld_t, ld_b, ld_ok, seq_start, T.min(C, seq_end - seq_start), b_all, tx)
+                qkg_copies(q, k, g, q_s, k_s, ki_s, ld_t, ld_b, ld_ok, h, hv, tx)
+                beta_row(beta, braw_n, seq_start, T.min(C, seq_end - seq_start), b_all, hv, tx)
             for jc in (T.serial(n_ch) if multi else [0]):
                 if multi:
                     t0_all = seq_start + jc * C
                     len_all = T.min(C, seq_end - t0_all)
                 if cfg.head_once and not cfg.lean_prologue:
                     h = T.alloc_var("int32", init=T.min(T.max(head_s[0], 0), H - 1))
-                ld_t = T.alloc_local((NPASS,), "int32")
-                ld_b = T.alloc_local((NPASS,), "int32")
-                ld_ok = T.alloc_local((NPASS,), "bool")
-                for it in T.unroll(NPASS):
-                    r = it * RPP + tx // LPR
-                    if regs:
-                        t = t0_all + r
-                        ld_ok[it] = r < len_all and t >= 0 and t < Tn and b_all >= 0 and b_all < B
-                        ld_t[it] = t
-                        ld_b[it] = b_all
-                    else:
-                        c = r // C
-                        t = slot_t0[c] + r % C
-                        ld_ok[it] = r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
-                        ld_t[it] = t
-                        ld_b[it] = slot_b[c]
-                for it in T.unroll(NPASS):
-                    r = it * RPP + tx // LPR
-                    d8 = tx % LPR
-                    # (clamped again where used: TileLang and `verify` read no bounds through a local)
-                    bb = T.max(T.min(ld_b[it], B - 1), 0)
-                    tt = T.max(T.min(ld_t[it], Tn - 1), 0)
-                    T.ptx_cp_async(T.access_ptr(q_s[QO + r, d8 * 8], "w", 8),
-                                   T.access_ptr(q[bb, tt, h, d8 * 8], "r", 8), 8, ld_ok[it])
-                    T.ptx_cp_async(T.access_ptr(k_s[KO + r, d8 * 8], "w", 8),
-                                   T.access_ptr(k[bb, tt, h, d8 * 8], "r", 8), 8, ld_ok[it])
-                    T.ptx_cp_async(T.access_ptr(ki_s[r, d8 * 8], "w", 8),
-                                   T.access_ptr(g[bb, tt, hv, d8 * 8], "r", 8), 8, ld_ok[it])
-                T.ptx_commit_group()
+                if not ne:
+                    # (inline, not chunk_rows and qkg_copies: a macro binds its arguments to new
+                    # names, which would change every released build's lowered IR)
+                    ld_t = T.alloc_local((NPASS,), "int32")
+                    ld_b = T.alloc_local((NPASS,), "int32")
+                    ld_ok = T.alloc_local((NPASS,), "bool")
+                    for it in T.unroll(NPASS):
+                        r = it * RPP + tx // LPR
+                        if regs:
+                            t = t0_all + r
+                            ld_ok[it] = r < len_all and t >= 0 and t < Tn and b_all >= 0 and b_all < B
+                            ld_t[it] = t
+                            ld_b[it] = b_all
+                        else:
+                            c = r // C
+                            t = slot_t0[c] + r % C
+                            ld_ok[it] = r % C < slot_len[c] and t >= 0 and t < Tn and slot_b[c] >= 0 and slot_b[c] < B
+                            ld_t[it] = t
+                            ld_b[it] = slot_b[c]
+                    for it in T.unroll(NPASS):
+                        r = it * RPP + tx // LPR
+                        d8 = tx % LPR
+                        bb = T.max(T.min(ld_b[it], B - 1), 0)
+                        tt = T.max(T.min(ld_t[it], Tn - 1), 0)
+                        T.ptx_cp_async(T.access_ptr(q_s[QO + r, d8 * 8], "w", 8),
+                                       T.access_ptr(q[bb, tt, h, d8 * 8], "r", 8), 8, ld_ok[it])
+                        T.ptx_cp_async(T.access_ptr(k_s[KO + r, d8 * 8], "w", 8),
+                                       T.access_ptr(k[bb, tt, h, d8 * 8], "r", 8), 8, ld_ok[it])
+                        T.ptx_cp_async(T.access_ptr(ki_s[r, d8 * 8], "w", 8),
+                                       T.access_ptr(g[bb, tt, hv, d8 * 8], "r", 8), 8, ld_ok[it])
+                    T.ptx_commit_group()
                 if lean:
                     # behind the copies: the earlier chunks' kr rows decay over the chunk before
                     # (its gC, which this thread formed for these two channels in gcl_s)
@@ -707,8 +755,8 @@ def build_k1(cfg: K1Config):
                 if cfg.early_loads:
                     a_h0 = T.alloc_var(accum, init=_math.exp(ah_raw, fast))
                     # beta of row tx, loaded behind the copies and stored once they have landed
-                    braw = T.alloc_var(accum, init=0.0)
-                    if tx < R:
+                    braw = T.alloc_var(accum, init=T.Cast(accum, braw_n[0]) if ne else 0.0)
+                    if not ne and tx < R:
                         if regs:
                             if tx < len_all and t0_all + tx >= 0 and t0_all + tx < Tn and b_all >= 0 and b_all < B:
                                 # (clamped again where used, as the copies' rows)
@@ -888,6 +936,14 @@ def build_k1(cfg: K1Config):
                                                       hv, e8 * 8], "r", 8), 8,
                                        ld_ok[it] and "v" not in skip)
                     T.ptx_commit_group()
+                if ne:
+                    # chunk jc + 1's copies (none past the last chunk), q_s and ki_s read by the
+                    # product above; and its beta (this chunk's went into beta_s before)
+                    t0_n = seq_start + (jc + 1) * C
+                    len_n = T.if_then_else(jc + 1 < n_ch, T.min(C, seq_end - t0_n), 0)
+                    chunk_rows(ld_t, ld_b, ld_ok, t0_n, len_n, b_all, tx)
+                    qkg_copies(q, k, g, q_s, k_s, ki_s, ld_t, ld_b, ld_ok, h, hv, tx)
+                    beta_row(beta, braw_n, t0_n, len_n, b_all, hv, tx)
 
                 if "lm" not in skip and stack:
                     # one chunk (R == C): rows [0, C) of the stacked product are L's, [C, 2C) Mqk's
@@ -951,8 +1007,8 @@ def build_k1(cfg: K1Config):
                             Ab[hv, (bc * CPB + c) * C + r % C, j] = Ab_s[r, c * C + j]
                 else:
                     # v in fp16 (|v| must stay below 65504, as K2's state): each thread converts the
-                    # bytes it copied
-                    T.ptx_wait_group(0)
+                    # bytes it copied (with next_early the next chunk's copies stay in flight)
+                    T.ptx_wait_group(1 if ne else 0)
                     vr = T.alloc_local((NPASS * 8,), cfg.ws_dtype)
                     vh = T.alloc_local((NPASS * 8,), cfg.ws_dtype)
                     for it in T.unroll(NPASS):
@@ -1036,6 +1092,9 @@ def build_k1(cfg: K1Config):
                     if not u0k2:
                         ab_product(Ab_s, v_s, v_s, WU, U0, slot_len, bc, hv)
             if multi:
+                if ne:
+                    # the zero fill past the last chunk lands before the program ends
+                    T.ptx_wait_group(0)
                 if lean and short_ht:
                     # the final state's kr rows: the chunks before the last decay over it (the
                     # barrier orders the rows' zero fill before these reads where an empty

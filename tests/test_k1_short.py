@@ -164,7 +164,8 @@ def test_pairwise_lean_layout_passes_few_barriers(ht):
     b = registry.find("k1_short", varlen=True, short_ht=ht, short_chunks=4)
     counts = {}
     for lean in (True, False):
-        cfg = b.config if lean else dataclasses.replace(b.config, short_lean_rows=False, threads=64)
+        cfg = b.config if lean else dataclasses.replace(b.config, short_lean_rows=False, threads=64,
+                                                        next_early=False, inv_blocks=False)
         counts[lean] = _barriers_a_chunk(lowering.lower(b.factory()(cfg), cfg.pass_configs(), name=cfg.name).device_script)
     assert b.config.short_lean_rows and counts[True] <= 24 and counts[False] >= 3 * counts[True], counts
 
@@ -184,3 +185,33 @@ def test_pairwise_form_runs_four_warps_a_program():
     # (the build lowers at all: the stacked products are what make it lower)
     script = lowering.lower(b.prim_func(), b.config.pass_configs(), name=b.name).device_script
     assert re.search(r'T\.launch_thread\("threadIdx\.x", 128\)', script), "128 threads a program"
+
+
+def test_pairwise_form_keeps_the_next_chunk_in_flight():
+    """The released pairwise builds issue chunk 0's q, k, g copies before the chunk loop and each
+    later chunk's during the chunk before (K1Config.next_early, session 37): in the loop v's group
+    is committed before the next chunk's, and v's wait is wait_group(1), which retires the older
+    group only (verify's barriers.race proves that order; tests/seeded/barrier_bugs.py:
+    next_in_flight_newest is the wrong one). The zero fill past the last chunk is waited for
+    after the loop."""
+    import re
+    from kda_kernels import registry
+    from verify import lowering
+    for ht in (False, True):
+        b = registry.find("k1_short", varlen=True, short_ht=ht, short_chunks=4)
+        assert b.config.next_early, b.name
+        lines = lowering.lower(b.prim_func(), b.config.pass_configs(), name=b.name).device_script.splitlines()
+        top = next(i for i, x in enumerate(lines) if x.strip().startswith("for jc"))
+        ind = len(lines[top]) - len(lines[top].lstrip())
+        end = next(i for i in range(top + 1, len(lines))
+                   if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) <= ind)
+        before, loop, after = lines[:top], lines[top:end], lines[end:]
+        q_copy = re.compile(r"T\.ptx_cp_async\(.*k_s.*\bq,")
+        assert any(q_copy.search(x) for x in before), "chunk 0's q copy before the loop"
+        calls = [x.strip() for x in loop if "ptx_commit_group" in x or "ptx_wait_group" in x or q_copy.search(x)]
+        waits = [x for x in calls if "wait_group" in x]
+        assert waits == ["T.ptx_wait_group(0)", "T.ptx_wait_group(1)"], calls
+        at = calls.index("T.ptx_wait_group(1)")
+        assert calls[at - 1] == "T.ptx_commit_group()" and q_copy.search(calls[at - 2]), calls
+        assert calls[at - 3] == "T.ptx_commit_group()", calls    # v's group, the older one
+        assert any("ptx_wait_group(0)" in x for x in after)
