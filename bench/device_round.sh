@@ -676,6 +676,80 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     short_tests 150 short
     SHORT_SHAPES="H32 2048x64 cu" short_rows 4 140 pairwise4.log 3
     SHORT_SHAPES="H32 8192x16 cu" short_rows 1 90 short_round.log 3 ;;
+  round37d)
+    # session 37, the release of next_early and inv_blocks on the four pairwise builds: the build,
+    # the short GPU tests through the host entry, issue 9's 2048 x 64 row with cuDNN in one process,
+    # and the 16 x 8192 row for the time per token (kda_tile alone); on an H200 also issue 9's other
+    # split rows and one sequence with cuDNN (~6 min)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 130 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    short_tests 60 short
+    mkdir -p "$OUT/none" "$OUT/one"
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then SEQS=1,256,2048,8192; else SEQS=2048; fi
+    BENCH_STATE=none BENCH_LIBS=kda_tile,cudnn_fe timeout 150 python -u bench/scaling.py --only split --seqs $SEQS \
+      --out "$OUT/none" > "$OUT/none/scaling.log" 2>&1; grep "^|" "$OUT/none/scaling.log" | tail -4
+    BENCH_STATE=none BENCH_LIBS=kda_tile timeout 80 python -u bench/scaling.py --only split --seqs 16 \
+      --out "$OUT/one" > "$OUT/one/scaling.log" 2>&1; grep "^|" "$OUT/one/scaling.log" | tail -1
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+      # the final state at 2048 x 64: its modes time the pairwise form (max_seqlen) beside the two kernels
+      mkdir -p "$OUT/final"
+      BENCH_STATE=final BENCH_LIBS=kda_tile timeout 70 python -u bench/scaling.py --only split --seqs 2048 \
+        --out "$OUT/final" > "$OUT/final/scaling.log" 2>&1; grep "^|" "$OUT/final/scaling.log" | tail -1
+    fi ;;
+  round37c)
+    # session 37, round 37b again after its timing part stopped at the stale manifest's gate and
+    # ncu showed beta's load converted where it was issued (the inverse's warp waited on it):
+    # beta now stays bf16 until the chunk that reads it. ne and neib against float64 on every
+    # case, then timed beside the released form and ib without kda_prefill (SHORT_PREFILL=0); ncu
+    # of ne and neib (~5 min)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    SHORT_PREFILL=0 SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=ib,ne,neib SHORT_CHECK=ne,neib short_rows 4 240 pairwise4.log 3
+    grep "^correctness" "$OUT/pairwise4.log"
+    SHORT_VARIANTS=ne,neib timeout 150 ncu --clock-control none --profile-from-start off -k regex:k1 \
+      --section WarpStateStats --section SourceCounters --section SpeedOfLight --section Occupancy \
+      --section InstructionStats --import-source no -o "$OUT/ne_src" python bench/short_round.py --ncu > "$OUT/ne_src.log" 2>&1
+    tail -1 "$OUT/ne_src.log"
+    ncu --import "$OUT/ne_src.ncu-rep" --page source --csv --print-source sass > "$OUT/ne_src_sass.csv" 2> /dev/null
+    ncu --import "$OUT/ne_src.ncu-rep" --page details --csv > "$OUT/ne_src_details.csv" 2> /dev/null
+    rm -f "$OUT/ne_src.ncu-rep" ;;
+  round37b)
+    # session 37: the pairwise form with the next chunk's copies in flight (ne) and with the
+    # 8-row-block inverse as well (neib), JIT: both against float64 on every case, then timed at
+    # H32 2048x64 cu in both state modes beside the released form and ib; ncu of ne and neib
+    # (sampled stalls by SASS instruction); then issue 9's 16 x 8192 row for the time per token
+    # (NOTES session 37 has the prediction) (~7 min)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=ib,ne,neib SHORT_CHECK=ne,neib short_rows 4 240 pairwise4.log 5
+    grep "^correctness" "$OUT/pairwise4.log"
+    SHORT_VARIANTS=ne,neib timeout 150 ncu --clock-control none --profile-from-start off -k regex:k1 \
+      --section WarpStateStats --section SourceCounters --section SpeedOfLight --section Occupancy \
+      --section InstructionStats --import-source no -o "$OUT/ne_src" python bench/short_round.py --ncu > "$OUT/ne_src.log" 2>&1
+    tail -1 "$OUT/ne_src.log"
+    ncu --import "$OUT/ne_src.ncu-rep" --page source --csv --print-source sass > "$OUT/ne_src_sass.csv" 2> /dev/null
+    ncu --import "$OUT/ne_src.ncu-rep" --page details --csv > "$OUT/ne_src_details.csv" 2> /dev/null
+    rm -f "$OUT/ne_src.ncu-rep"
+    grep -E "\"Duration\"|Executed Instructions\"|Achieved Occupancy|Registers Per|Warp Cycles Per Issued" \
+      "$OUT/ne_src_details.csv" | cut -d, -f13-15 | head -15
+    mkdir -p "$OUT/one"
+    BENCH_STATE=none BENCH_LIBS=kda_tile timeout 150 python -u bench/scaling.py --only split --seqs 16 \
+      --out "$OUT/one" > "$OUT/one/scaling.log" 2>&1; grep "^|" "$OUT/one/scaling.log" | tail -2 ;;
+  round37a)
+    # session 37: where the 128-thread pairwise form's warps wait: ncu's sampled stall reasons a SASS
+    # instruction (SourceCounters), the released form and ib at H32 2048x64 cu without the state,
+    # exported as CSV on the device; then issue 9's time per token, H32 T = 131072 as 1 and 16
+    # sequences through kda_prefill (256, 2048 and 8192 ran in round 36r) (~4 min)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    SHORT_VARIANTS=ib timeout 200 ncu --clock-control none --profile-from-start off -k regex:k1 \
+      --section WarpStateStats --section SourceCounters --section SpeedOfLight --import-source no \
+      -o "$OUT/pw_src" python bench/short_round.py --ncu > "$OUT/pw_src.log" 2>&1
+    tail -1 "$OUT/pw_src.log"
+    ncu --import "$OUT/pw_src.ncu-rep" --page source --csv --print-source sass > "$OUT/pw_src_sass.csv" 2> "$OUT/pw_src_sass.err"
+    ncu --import "$OUT/pw_src.ncu-rep" --page details --csv --print-details all > "$OUT/pw_src_details.csv" 2> /dev/null
+    ncu --import "$OUT/pw_src.ncu-rep" --page raw --csv > "$OUT/pw_src_raw.csv" 2> /dev/null
+    wc -c "$OUT"/pw_src*; head -c 300 "$OUT/pw_src_sass.err"
+    mkdir -p "$OUT/one"
+    BENCH_STATE=none BENCH_LIBS=kda_tile timeout 120 python -u bench/scaling.py --only split --seqs 1,16 \
+      --out "$OUT/one" > "$OUT/one/scaling.log" 2>&1; grep "^|" "$OUT/one/scaling.log" | tail -3 ;;
   round36r)
     # session 36, the 128-thread pairwise form released: the build, the short GPU tests through the
     # host entry, issue 9's three rows without a state with cuDNN in one process, then the pairwise

@@ -4,6 +4,7 @@ not (no GPU: nvcc compiles sm_90a here).
 
     python bench/sass_lines.py K1_SPEC [K1_SPEC ...]         # bench/k1_round.py variant strings
     python bench/sass_lines.py --build NAME [--build NAME]    # released builds by name
+    python bench/sass_lines.py --build NAME+next_early=True   # ... with config fields changed
     options: --top N (lines and opcodes shown, default 25), --keep DIR (the .cu and .sass files)
 
 Counts are static: straight-line code counts once per program, a loop body once, slow paths
@@ -37,10 +38,18 @@ def tool(name):
 
 
 def build_of(label):
-    """The Build of a k1_round spec, or of a released build (label "build:NAME")."""
+    """The Build of a k1_round spec, or of a released build (label "build:NAME"), or of one with
+    config fields changed ("build:NAME+field=value+...", values as Python literals)."""
+    import ast
+    import dataclasses
     from kda_kernels import registry
     if label.startswith("build:"):
-        return registry.BY_NAME[label[6:]]
+        name, *changes = label[6:].split("+")
+        b = registry.BY_NAME[name]
+        if changes:
+            kv = dict(c.split("=", 1) for c in changes)
+            b = registry.Build(b.stage, dataclasses.replace(b.config, **{k: ast.literal_eval(v) for k, v in kv.items()}))
+        return b
     import k1_round
     return registry.Build("k1", k1_round.k1_config(label, True))
 
