@@ -676,6 +676,21 @@ for r in map(json.loads, sys.stdin): print(r.get('shape'), r.get('variant', 'pla
     short_tests 150 short
     SHORT_SHAPES="H32 2048x64 cu" short_rows 4 140 pairwise4.log 3
     SHORT_SHAPES="H32 8192x16 cu" short_rows 1 90 short_round.log 3 ;;
+  round37e)
+    # session 37's last device-seconds: the final state at H32 2048x64 through kda_prefill, its call
+    # modes timing the pairwise form (max_seqlen) beside the two kernels (cu_seqlens alone): on an
+    # H200 this answers whether the pairwise form still loses with the state there (round 33c) (~2.5 min)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    mkdir -p "$OUT/final"
+    BENCH_STATE=final BENCH_LIBS=kda_tile timeout 140 python -u bench/scaling.py --only split --seqs 2048 \
+      --out "$OUT/final" > "$OUT/final/scaling.log" 2>&1; grep "^|" "$OUT/final/scaling.log" | tail -1
+    python - <<'PY'
+import json, os
+for r in map(json.loads, open(os.path.join(os.environ["OUT"], "final", "scaling-rows.jsonl"))):
+    for m in r["modes"]["kda_tile"]:
+        print(f"{m['mode']:40s} {m['ms']:.3f}")
+PY
+    ;;
   round37d)
     # session 37, the release of next_early and inv_blocks on the four pairwise builds: the build,
     # the short GPU tests through the host entry, issue 9's 2048 x 64 row with cuDNN in one process,
