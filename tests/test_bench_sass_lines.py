@@ -22,3 +22,12 @@ def test_counts_by_opcode_and_source_line():
     ops, lines = sass_lines.counts(EXCERPT)
     assert ops == {"MUFU": 1, "ISETP": 1, "BRA": 1, "FMUL": 1, "FFMA": 2}
     assert lines == {("k.cu", 212): 3, ("math_functions.hpp", 7): 1, ("k.cu", 213): 2}
+
+
+def test_build_label_with_changed_fields():
+    """--build NAME+field=value: the released build's config with those fields replaced."""
+    from kda_kernels import registry
+    b = registry.find("k1_short", varlen=True, short_ht=False, short_chunks=4)
+    v = sass_lines.build_of(f"build:{b.name}+next_early=False+min_blocks=3")
+    assert v.stage == b.stage and not v.config.next_early and v.config.min_blocks == 3
+    assert v.config.threads == b.config.threads and sass_lines.build_of(f"build:{b.name}") is b
