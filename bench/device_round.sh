@@ -209,6 +209,18 @@ PY
 }
 # bench/short_round.py over $1 chunks (limit $2 s, log $3, the table's last $4 lines) with the
 # two-kernel path as the baseline; SHORT_SHAPES, when set, picks the timing rows
+# ncu of bench/short_round.py --ncu (the released pairwise form, then SHORT_VARIANTS) with the sampled
+# stalls a SASS instruction, exported on the device as $OUT/NAME_sass.csv (bench/ncu_stalls.py reads
+# it) and NAME_details.csv; the report itself is not kept
+pw_stalls() {
+  timeout 150 ncu --clock-control none --profile-from-start off -k regex:k1 \
+    --section WarpStateStats --section SourceCounters --section SpeedOfLight --section Occupancy \
+    --section InstructionStats --import-source no -o "$OUT/$1" python bench/short_round.py --ncu > "$OUT/$1.log" 2>&1
+  tail -1 "$OUT/$1.log"
+  ncu --import "$OUT/$1.ncu-rep" --page source --csv --print-source sass > "$OUT/$1_sass.csv" 2> /dev/null
+  ncu --import "$OUT/$1.ncu-rep" --page details --csv > "$OUT/$1_details.csv" 2> /dev/null
+  rm -f "$OUT/$1.ncu-rep"
+}
 short_rows() {
   KDA_TILE_SHORT=0 timeout "$2" python -u bench/short_round.py --chunks "$1" > "$OUT/$3" 2>&1
   grep -E "Error|error" "$OUT/$3" | head -3; tail -"$4" "$OUT/$3"
@@ -720,13 +732,7 @@ PY
     nvidia-smi --query-gpu=name --format=csv,noheader
     SHORT_PREFILL=0 SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=ib,ne,neib SHORT_CHECK=ne,neib short_rows 4 240 pairwise4.log 3
     grep "^correctness" "$OUT/pairwise4.log"
-    SHORT_VARIANTS=ne,neib timeout 150 ncu --clock-control none --profile-from-start off -k regex:k1 \
-      --section WarpStateStats --section SourceCounters --section SpeedOfLight --section Occupancy \
-      --section InstructionStats --import-source no -o "$OUT/ne_src" python bench/short_round.py --ncu > "$OUT/ne_src.log" 2>&1
-    tail -1 "$OUT/ne_src.log"
-    ncu --import "$OUT/ne_src.ncu-rep" --page source --csv --print-source sass > "$OUT/ne_src_sass.csv" 2> /dev/null
-    ncu --import "$OUT/ne_src.ncu-rep" --page details --csv > "$OUT/ne_src_details.csv" 2> /dev/null
-    rm -f "$OUT/ne_src.ncu-rep" ;;
+    SHORT_VARIANTS=ne,neib pw_stalls ne_src ;;
   round37b)
     # session 37: the pairwise form with the next chunk's copies in flight (ne) and with the
     # 8-row-block inverse as well (neib), JIT: both against float64 on every case, then timed at
@@ -736,13 +742,7 @@ PY
     nvidia-smi --query-gpu=name --format=csv,noheader
     SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=ib,ne,neib SHORT_CHECK=ne,neib short_rows 4 240 pairwise4.log 5
     grep "^correctness" "$OUT/pairwise4.log"
-    SHORT_VARIANTS=ne,neib timeout 150 ncu --clock-control none --profile-from-start off -k regex:k1 \
-      --section WarpStateStats --section SourceCounters --section SpeedOfLight --section Occupancy \
-      --section InstructionStats --import-source no -o "$OUT/ne_src" python bench/short_round.py --ncu > "$OUT/ne_src.log" 2>&1
-    tail -1 "$OUT/ne_src.log"
-    ncu --import "$OUT/ne_src.ncu-rep" --page source --csv --print-source sass > "$OUT/ne_src_sass.csv" 2> /dev/null
-    ncu --import "$OUT/ne_src.ncu-rep" --page details --csv > "$OUT/ne_src_details.csv" 2> /dev/null
-    rm -f "$OUT/ne_src.ncu-rep"
+    SHORT_VARIANTS=ne,neib pw_stalls ne_src
     grep -E "\"Duration\"|Executed Instructions\"|Achieved Occupancy|Registers Per|Warp Cycles Per Issued" \
       "$OUT/ne_src_details.csv" | cut -d, -f13-15 | head -15
     mkdir -p "$OUT/one"

@@ -211,10 +211,12 @@ def main():
     for r in rows:
         k1 = f"{r['K1 alone ms']:8.3f}" if "K1 alone ms" in r else f"{'-':>8s}"
         vs = "".join(f" {r[v + ' ms']:7.3f} {r[v + ' agree']:9.1e}" for v in variants)
-        pre = (f"{r['kda_prefill ms']:11.3f} {r['short ms'] / r['kda_prefill ms']:6.3f} {r['agree']:8.1e}"
-               if "kda_prefill ms" in r else f"{'-':>11s} {'-':>6s} {'-':>8s}")
-        pre, agree = pre[:18], pre[18:]
-        print(f"{r['shape']:30s} {'ht' if r['ht'] else '-':>5s} {r['short ms']:9.3f} {pre} {k1} {r['floor ms']:6.3f}"
+        if "kda_prefill ms" in r:
+            pre = f"{r['kda_prefill ms']:11.3f} {r['short ms'] / r['kda_prefill ms']:6.3f}"
+            agree = f"{r['agree']:8.1e}"
+        else:
+            pre, agree = f"{'-':>11s} {'-':>6s}", f"{'-':>8s}"
+        print(f"{r['shape']:30s} {'ht' if r['ht'] else '-':>5s} {r['short ms']:9.3f} {pre} {k1} {r['floor ms']:6.3f} "
               f"{agree}{vs}")
 
 
