@@ -703,6 +703,21 @@ for r in map(json.loads, open(os.path.join(os.environ["OUT"], "final", "scaling-
         print(f"{m['mode']:40s} {m['ms']:.3f}")
 PY
     ;;
+  round38a)
+    # session 38: on an H200, issue 9's H200 rows: the split rows and one sequence with cuDNN in one
+    # process, the 16 x 8192 row, the final state at 2048 x 64 (round 37d's H200 branch; ~6 min);
+    # on an H100 only the card's name (those rows ran there in rounds 36r, 37a and 37d)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+      timeout 130 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+      mkdir -p "$OUT/none" "$OUT/one" "$OUT/final"
+      BENCH_STATE=none BENCH_LIBS=kda_tile,cudnn_fe timeout 170 python -u bench/scaling.py --only split \
+        --seqs 1,256,2048,8192 --out "$OUT/none" > "$OUT/none/scaling.log" 2>&1; grep "^|" "$OUT/none/scaling.log" | tail -5
+      BENCH_STATE=none BENCH_LIBS=kda_tile timeout 100 python -u bench/scaling.py --only split --seqs 16 \
+        --out "$OUT/one" > "$OUT/one/scaling.log" 2>&1; grep "^|" "$OUT/one/scaling.log" | tail -1
+      BENCH_STATE=final BENCH_LIBS=kda_tile timeout 70 python -u bench/scaling.py --only split --seqs 2048 \
+        --out "$OUT/final" > "$OUT/final/scaling.log" 2>&1; grep "^|" "$OUT/final/scaling.log" | tail -1
+    fi ;;
   round37d)
     # session 37, the release of next_early and inv_blocks on the four pairwise builds: the build,
     # the short GPU tests through the host entry, issue 9's 2048 x 64 row with cuDNN in one process,

@@ -81,8 +81,11 @@ def _summary(reports, wall, jobs) -> str:
     rdef = max((s.get("rlimit_max_query", 0) for s in st if id(s) not in own_ids), default=0)
     slowest = max(reports, key=lambda r: r.lower_seconds + r.verify_seconds, default=None)
     verdicts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+    carried = sum(r.carried for r in reports)
     lines = [f"{n_ok}/{len(reports)} kernels proved ({verdicts}) in {wall:.1f} s wall on {jobs} processes "
-             f"(lowering {lower_s:.1f} s, checks {check_s:.1f} s; verifier {VERSION})"]
+             f"(lowering {lower_s:.1f} s, checks {check_s:.1f} s; verifier {VERSION})"
+             + (f"; {carried} carried over from their records (same proof key and IR hash; --reprove "
+                "proves them again)" if carried else "")]
     if slowest is not None:
         lines.append(f"slowest kernel {slowest.name} {slowest.lower_seconds + slowest.verify_seconds:.1f} s; "
                      f"{queries} solver queries ({cached} from the memo); largest query {rdef} Z3 resource units "
@@ -107,7 +110,8 @@ def cmd_verify(args) -> int:
             unknown = sorted(set(args.only) - {b.name for b in builds})
             raise SystemExit(f"--only: no released build named {', '.join(unknown)}")
         keys.update(manifest.gate_keys(builds))   # before lowering: a change during the run is caught
-        return [("registry", b.name) for b in builds]
+        recs = {} if args.reprove else manifest.load().get("builds", {})
+        return [("registry", b.name, manifest.prior(recs.get(b.name))) for b in builds]
     reports = run_parallel(_work, specs, args.jobs, on_result=_progress)
     builds = None if args.module else builds
     wall = time.perf_counter() - t0
@@ -181,6 +185,8 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     p.add_argument("--only", nargs="+", default=None, help="only these released builds (no manifest)")
     p.add_argument("--no-manifest", action="store_true", help="do not rewrite the manifest")
+    p.add_argument("--reprove", action="store_true",
+                   help="prove every build again, also where its proof key and IR hash equal a proved record's")
     p.add_argument("--strict", action="store_true",
                    help="warnings are errors (accesses in bounds only through a guard TileLang inserted)")
     p.add_argument("--version", action="version", version=f"verify {VERSION}")

@@ -103,13 +103,13 @@ def module_jobs(path: str):
 
 
 def _work(spec):
-    """Worker entry: spec = ('registry', name) | ('module', path, name)."""
+    """Worker entry: spec = ('registry', name[, prior]) | ('module', path, name); prior: the
+    build's proved manifest record, whose verdict carries over where the proof key and the lowered
+    IR hash match it (runner.verify_job)."""
     from .runner import verify_job
     if spec[0] == "registry":
-        job = _registry_job(spec[1])
-    else:
-        job = next(j for j in module_jobs(spec[1]) if j.name == spec[2])
-    return verify_job(job)
+        return verify_job(_registry_job(spec[1]), prior=spec[2] if len(spec) > 2 else None)
+    return verify_job(next(j for j in module_jobs(spec[1]) if j.name == spec[2]))
 
 
 def _hash_work(name):

@@ -48,6 +48,8 @@ def record(build, report) -> dict:
         "checks_passed": sorted(c.name for c in report.checks if c.status == PROVED),
         "checks_failed": sorted(c.name for c in report.checks if c.status != PROVED),
         "verifier_version": VERSION,
+        "proof_key": report.proof_key,
+        "carried": report.carried,
     }
 
 
@@ -98,6 +100,14 @@ def load(path=None) -> dict:
         return json.loads(path.read_text())
     except FileNotFoundError:
         return {}
+
+
+def prior(rec) -> dict:
+    """What a worker needs of a build's record to carry its verdict over (None: nothing to carry:
+    no record, not proved, proved with warnings, or made before proof keys)."""
+    if not rec or rec.get("status") != PROVED or not rec.get("proof_key") or rec.get("checks_failed"):
+        return None
+    return {k: rec[k] for k in ("status", "proof_key", "ir_hash", "checks_passed")}
 
 
 def stale(doc: dict, hashes: dict, keys: dict = None) -> list:

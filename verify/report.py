@@ -40,6 +40,8 @@ class KernelReport:
     lower_seconds: float = 0.0
     verify_seconds: float = 0.0
     error: Optional[str] = None
+    proof_key: str = ""            # runner.proof_key: what the verdict is a function of
+    carried: bool = False          # the verdict is an earlier run's for the same proof key
 
     @property
     def status(self) -> str:

@@ -10,7 +10,7 @@ from . import solver
 from .checks import FAMILIES
 from .extract import extract
 from .lowering import lower
-from .report import KernelReport
+from .report import PROVED, KernelReport
 
 MONOTONE = {"cu_seqlens": ("N1", "T")}   # buffer -> (its length var, its last value var)
 _LOWERED: dict = {}
@@ -99,12 +99,71 @@ def progress_line(report: KernelReport, done: int, total: int) -> str:
     slowest = f"slowest {slow.name} {slow.seconds:.1f} s" if slow is not None else ""
     if report.error:
         slowest = report.error.splitlines()[0][:100]
+    elif report.carried:
+        slowest = "carried over (proof key and IR hash of its proved record)"
     w = len(str(total))
     return (f"[{done:{w}d}/{total}] {report.name:44s} {verdict:8s} {report.lower_seconds + report.verify_seconds:6.1f} s "
             f"(lower {report.lower_seconds:.1f}, checks {report.verify_seconds:.1f})  {slowest}")
 
 
-def verify_job(job: Job, keep=None) -> KernelReport:
+def verifier_digest() -> str:
+    """sha256 over the verifier's own source files (verify/**/*.py): any edit to a check, the
+    model, the extraction or the solver setup changes it, whether or not VERSION was bumped."""
+    import hashlib
+    from pathlib import Path
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def proof_key(job: Job, func) -> str:
+    """What a release job's verdict is a function of: the TileLang program before lowering (its
+    printed script), the pass configs, the toolchain that lowers it (TileLang, TVM, the target),
+    every input of the checks that is not IR (preconditions, derived variables, bank budget,
+    monotone buffers, any_contents, distinct, the resource limit, strict), the verifier's sources
+    and Z3's version. Lowering and the checks are deterministic, so two runs with one key reach
+    one verdict; `python -m verify` carries a proved record over to a build whose key is the
+    record's (and whose lowered IR hash it confirms) instead of proving it again."""
+    import hashlib
+    import json
+
+    import z3
+    from kda_kernels import buildkey
+
+    from . import VERSION
+    from .lowering import TARGET
+    assert job.mutate is None and not job.only, "proof keys are for whole, unmutated jobs"
+    inputs = {
+        "program": hashlib.sha256(func.script().encode()).hexdigest(),
+        "pass_configs": sorted((k, repr(v)) for k, v in job.pass_configs.items()),
+        "toolchain": buildkey.toolchain(), "target": TARGET,
+        "preconditions": list(job.preconditions), "derived": sorted((k, repr(v)) for k, v in job.derived.items()),
+        "bank_budget": job.bank_budget, "monotone": sorted((k, list(v)) for k, v in job.monotone.items()),
+        "release": job.release, "any_contents": job.any_contents, "distinct": list(job.distinct),
+        "rlimit": job.rlimit, "default_rlimit": solver.DEFAULT_RLIMIT, "strict": job.strict,
+        "verifier": [VERSION, verifier_digest()], "z3": z3.get_full_version(),
+    }
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+def carried_report(job: Job, prior: dict, key: str, ir_hash: str) -> KernelReport:
+    """The report of a build whose proof key and lowered IR hash are a proved record's: its
+    checks are that record's, nothing is asked of Z3 again."""
+    from .report import CheckResult
+    report = KernelReport(name=job.name, config=job.config, ir_hash=ir_hash, proof_key=key, carried=True)
+    report.checks = [CheckResult(name=n, category=n.split(".")[0], status=PROVED,
+                                 detail="carried over: proved for this proof key and IR hash by an earlier run")
+                     for n in prior["checks_passed"]]
+    report.solver_stats = {}
+    return report
+
+
+def verify_job(job: Job, keep=None, prior: dict = None) -> KernelReport:
+    """Lowers and checks one job. prior: a proved manifest record of this build (proof_key,
+    ir_hash, checks_passed); where the job's proof key and lowered IR hash are the record's, the
+    record's verdict is carried over (carried_report) instead of running the checks."""
     from .lowering import Lowered  # noqa: F401
     report = KernelReport(name=job.name, config=job.config)
     phase = [""]
@@ -113,6 +172,9 @@ def verify_job(job: Job, keep=None) -> KernelReport:
         if lowered is None:
             phase[0] = "building the kernel (its factory)"
             func = job.factory() if callable(job.factory) and not _is_prim_func(job.factory) else job.factory
+            if job.release and job.mutate is None and not job.only:
+                phase[0] = "the proof key"
+                report.proof_key = proof_key(job, func)
             phase[0] = "lowering"
             lowered = lower(func, job.pass_configs, job.name)
             report.lower_seconds = round(lowered.seconds, 2)
@@ -121,6 +183,11 @@ def verify_job(job: Job, keep=None) -> KernelReport:
         from .ir import ir_hash
         phase[0] = "hashing the lowered IR"
         report.ir_hash = ir_hash(lowered.artifact)
+        if (prior and report.proof_key and prior.get("status") == PROVED
+                and prior.get("proof_key") == report.proof_key and prior.get("ir_hash") == report.ir_hash):
+            carried = carried_report(job, prior, report.proof_key, report.ir_hash)
+            carried.lower_seconds = report.lower_seconds
+            return carried
         if job.mutate is not None:
             phase[0] = "the mutation"
             dev = job.mutate(lowered.device_func)
