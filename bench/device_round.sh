@@ -703,6 +703,18 @@ for r in map(json.loads, open(os.path.join(os.environ["OUT"], "final", "scaling-
         print(f"{m['mode']:40s} {m['ms']:.3f}")
 PY
     ;;
+  round38b)
+    # session 38: the pairwise form's column pass over four channels and four rows a thread
+    # (K1Config.col_quads, JIT): against float64 on every case, timed at H32 2048x64 cu in both state
+    # modes beside the released form (SHORT_PREFILL=0: the new field makes the manifest stale until
+    # verify runs); ncu of the released form and cq (sampled stalls by SASS instruction) (~6 min)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    SHORT_PREFILL=0 SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=cq SHORT_CHECK=cq short_rows 4 300 pairwise4.log 5
+    grep "^correctness" "$OUT/pairwise4.log"
+    SHORT_VARIANTS=cq pw_stalls cq_src
+    python bench/ncu_stalls.py "$OUT/cq_src_sass.csv" 2>&1 | head -30
+    grep -E "\"Duration\"|Executed Instructions\"|Registers Per|Warp Cycles Per Issued" \
+      "$OUT/cq_src_details.csv" | cut -d, -f13-15 | head -12 ;;
   round38a)
     # session 38: on an H200, issue 9's H200 rows: the split rows and one sequence with cuDNN in one
     # process, the 16 x 8192 row, the final state at 2048 x 64 (round 37d's H200 branch; ~6 min);

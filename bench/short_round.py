@@ -55,10 +55,12 @@ def config(varlen, ht=False, n=1):
 # allrows, session 34's layout (84 barriers a chunk against 19; 3 programs an SM without the state
 # against 4); t64, session 35's release (64 threads a program; session 36 releases 128); ib, the
 # inverse from 8-row blocks (K1Config.inv_blocks, session 36); ne, the next chunk's copies in flight
-# during this chunk (K1Config.next_early, session 37), and neib, both.
+# during this chunk (K1Config.next_early, session 37), and neib, both (released in session 37, so
+# the released form since); cq, the column pass over four channels and four rows a thread
+# (K1Config.col_quads, session 38).
 VARIANTS = {"allrows": dict(short_lean_rows=False, threads=64), "t64": dict(threads=64),
             "ib": dict(inv_blocks=True), "ne": dict(next_early=True),
-            "neib": dict(next_early=True, inv_blocks=True)}
+            "neib": dict(next_early=True, inv_blocks=True), "cq": dict(col_quads=True)}
 
 
 def run_short(d, ht=False, n=1, variant=None):

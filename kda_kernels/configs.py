@@ -299,6 +299,10 @@ class K1Config:
     # chunk j's inverse and products instead of at chunk j + 1's start (round 37a: ~10% of the
     # warps' samples waited there on an H100). No extra shared memory.
     next_early: bool = False
+    # The 128-thread pairwise form's column pass over four adjacent channels and four rows a thread
+    # (session 38): 8-byte shared loads and stores (half as many as with channel pairs), the four
+    # row quarters of a channel in one warp, their gate totals exchanged by shuffles, not tot_s.
+    col_quads: bool = False
     # GVA's q/k head (two integer divisions) computed by thread 0 and read from shared memory,
     # not by every thread (~65 instructions a warp; session 22).
     head_once: bool = False
@@ -363,6 +367,7 @@ class K1Config:
                 + ("_ir" if self.inv_rows and self.chunk == 2 * CHUNK else "")
                 + ("_ib" if self.inv_blocks else "")
                 + ("_ne" if self.next_early else "")
+                + ("_cq" if self.col_quads else "")
                 + ("_ho" if self.head_once else "")
                 + ("_el" if self.early_loads else "")
                 + ("_lp" if self.lean_prologue else "")

@@ -83,6 +83,7 @@ def build_k1(cfg: K1Config):
     stack = TPC == 2
     ne = multi and cfg.next_early
     assert not cfg.next_early or multi, f"{cfg.name}: next_early takes the pairwise form"
+    assert not cfg.col_quads or stack, f"{cfg.name}: col_quads takes the 128-thread pairwise form"
     HB = C // 2                  # K1Config.inv_blocks: the inverse's 8-row blocks
     assert not cfg.inv_blocks or stack, f"{cfg.name}: inv_blocks takes the 128-thread pairwise form"
     KO, QO, DQO = (0, R, R) if stack else (0, 0, 0)    # rows of k, q in q_s and of qd in kdh_s
@@ -341,6 +342,91 @@ def build_k1(cfg: K1Config):
         if hf == 0:
             for e in T.vectorized(2):
                 gcl_s[d2 * 2 + e] = gcl[e]
+
+    @T.macro
+    def column_pass_quads(kq_s, ki_s, kq2_s, rk_s, rq_s, A_log, dt_bias, lower_bound, krs_s, gcl_s, jc,
+                          slot_len, hv, tx, a_h0, nb_s):
+        """column_pass_rows with four adjacent channels and four rows a thread (K1Config.col_quads):
+        lane l of warp w walks rows 4 (l // 8) .. 4 (l // 8) + 3 of channels 4 d4 .. 4 d4 + 3, with
+        d4 = 8 w + l % 8, so that a channel's four row quarters sit in one warp, 8 lanes apart: the
+        quarters' gate totals become each quarter's offset (the sum of those before it) and the
+        chunk's total by shuffles. Shared loads and stores move 8 bytes, not 4."""
+        QR = C // 4
+        lane = tx % 32
+        hq = lane // 8
+        d4 = (tx // 32) * 8 + lane % 8
+        gcol = T.alloc_local((QR, 4), accum)
+        graw = T.alloc_local((QR, 4), cfg.in_dtype)
+        kraw = T.alloc_local((QR, 4), cfg.in_dtype)
+        qraw = T.alloc_local((QR, 4), cfg.in_dtype)
+        nb = T.alloc_local((4,), accum)
+        incl = T.alloc_local((4,), accum)
+        t1 = T.alloc_local((4,), accum)
+        gcl = T.alloc_local((4,), accum)
+        lbl = lower_bound * _math.LOG2E
+        if cfg.early_loads:
+            for e in T.vectorized(4):
+                nb[e] = nb_s[d4 * 4 + e]
+            a_h = a_h0
+        else:
+            a_h = _math.exp(A_log[hv], fast)
+            for e in T.unroll(4):
+                nb[e] = a_h * dt_bias[hv, d4 * 4 + e] * (1.0 if fast or not cfg.ftz else -_math.LOG2E)
+        for i in T.unroll(QR):
+            for e in T.vectorized(4):
+                graw[i, e] = ki_s[hq * QR + i, d4 * 4 + e]
+            for e in T.vectorized(4):
+                kraw[i, e] = kq_s[KO + hq * QR + i, d4 * 4 + e]
+            for e in T.vectorized(4):
+                qraw[i, e] = kq_s[QO + hq * QR + i, d4 * 4 + e]
+        for i in T.unroll(QR):
+            for e in T.unroll(4):
+                s_ = gate_sigm(a_h, T.Cast(accum, graw[i, e]), nb[e])
+                gcol[i, e] = T.if_then_else(hq * QR + i < slot_len[0], lbl * s_, 0.0)
+        for i in T.unroll(1, QR):
+            for e in T.unroll(4):
+                gcol[i, e] = gcol[i, e] + gcol[i - 1, e]
+        for e in T.unroll(4):
+            # inclusive sums of the quarters' totals over hq (two steps), then each quarter's
+            # offset from the quarter before it and the chunk's total from the last
+            incl[e] = gcol[QR - 1, e]
+            up8 = T.shfl_up(incl[e], 8, 32)
+            incl[e] = T.if_then_else(hq >= 1, incl[e] + up8, incl[e])
+            up16 = T.shfl_up(incl[e], 16, 32)
+            incl[e] = T.if_then_else(hq >= 2, incl[e] + up16, incl[e])
+            prev = T.shfl_up(incl[e], 8, 32)
+            t1[e] = T.if_then_else(hq >= 1, prev, 0.0)
+            gcl[e] = pow2(T.shfl_sync(incl[e], 24 + lane % 8, 32), fast)
+        for i in T.unroll(QR):
+            r = hq * QR + i
+            kn = T.alloc_local((4,), accum)
+            qn = T.alloc_local((4,), accum)
+            ep = T.alloc_local((4,), accum)
+            ki = T.alloc_local((4,), accum)
+            rk = rk_s[r]
+            rq = rq_s[r]
+            for e in T.unroll(4):
+                gi = gcol[i, e] + t1[e]
+                kn[e] = T.Cast(accum, kraw[i, e]) * rk
+                qn[e] = T.Cast(accum, qraw[i, e]) * rq
+                ep[e] = pow2(gi, fast)
+                ki[e] = kn[e] * pow2(-gi, fast)
+            for e in T.vectorized(4):
+                kq2_s[r, d4 * 4 + e] = T.Cast(cfg.ws_dtype, kn[e] * ep[e])
+            for e in T.vectorized(4):
+                kq2_s[DQO + r, d4 * 4 + e] = T.Cast(cfg.ws_dtype, qn[e] * ep[e])
+            for e in T.vectorized(4):
+                if jc * C + r < NRB:
+                    krs_s[jc * C + r, d4 * 4 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
+            for e in T.vectorized(4):
+                ki_s[r, d4 * 4 + e] = T.Cast(cfg.in_dtype, ki[e])
+            for e in T.vectorized(4):
+                kq_s[KO + r, d4 * 4 + e] = T.Cast(cfg.in_dtype, kn[e] * ep[e])
+            for e in T.vectorized(4):
+                kq_s[QO + r, d4 * 4 + e] = T.Cast(cfg.in_dtype, qn[e] * ep[e])
+        if hq == 0:
+            for e in T.vectorized(4):
+                gcl_s[d4 * 4 + e] = gcl[e]
 
     @T.macro
     def inverse_halves(L_s, tot_s, Ab_s, beta_s):
@@ -822,7 +908,10 @@ def build_k1(cfg: K1Config):
                         beta_s[r] = T.if_then_else(
                             valid, sigm(T.Cast(accum, beta[slot_b[c], slot_t0[c] + r % C, hv]), fast), 0.0)
 
-                if stack:
+                if stack and cfg.col_quads:
+                    column_pass_quads(q_s, ki_s, kdh_s, rk_s, rq_s, A_log, dt_bias, lower_bound, krs_s,
+                                      gcl_s, jc, slot_len, hv, tx, a_h0, nb_s)
+                elif stack:
                     column_pass_rows(q_s, ki_s, kdh_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound, krs_s,
                                      gcl_s, jc, slot_len, hv, tx, a_h0, nb_s)
                 elif NSUB == 2:
