@@ -703,6 +703,15 @@ for r in map(json.loads, open(os.path.join(os.environ["OUT"], "final", "scaling-
         print(f"{m['mode']:40s} {m['ms']:.3f}")
 PY
     ;;
+  round38c)
+    # session 38, the release of col_quads on the two no-state pairwise builds: the build, the short
+    # GPU tests through the host entry, issue 9's 2048 x 64 row with cuDNN in one process (~5 min)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 130 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    short_tests 90 short
+    mkdir -p "$OUT/none"
+    BENCH_STATE=none BENCH_LIBS=kda_tile,cudnn_fe timeout 150 python -u bench/scaling.py --only split --seqs 2048 \
+      --out "$OUT/none" > "$OUT/none/scaling.log" 2>&1; grep "^|" "$OUT/none/scaling.log" | tail -2 ;;
   round38b)
     # session 38: the pairwise form's column pass over four channels and four rows a thread
     # (K1Config.col_quads, JIT): against float64 on every case, timed at H32 2048x64 cu in both state

@@ -165,7 +165,7 @@ def test_pairwise_lean_layout_passes_few_barriers(ht):
     counts = {}
     for lean in (True, False):
         cfg = b.config if lean else dataclasses.replace(b.config, short_lean_rows=False, threads=64,
-                                                        next_early=False, inv_blocks=False)
+                                                        next_early=False, inv_blocks=False, col_quads=False)
         counts[lean] = _barriers_a_chunk(lowering.lower(b.factory()(cfg), cfg.pass_configs(), name=cfg.name).device_script)
     assert b.config.short_lean_rows and counts[True] <= 24 and counts[False] >= 3 * counts[True], counts
 
@@ -215,3 +215,25 @@ def test_pairwise_form_keeps_the_next_chunk_in_flight():
         assert calls[at - 1] == "T.ptx_commit_group()" and q_copy.search(calls[at - 2]), calls
         assert calls[at - 3] == "T.ptx_commit_group()", calls    # v's group, the older one
         assert any("ptx_wait_group(0)" in x for x in after)
+
+
+def test_pairwise_column_pass_over_channel_quads():
+    """The released pairwise builds without the final state run the column pass over four
+    channels and four rows a thread (K1Config.col_quads, session 38): its stores of kd, qd (fp16
+    and bf16), ki and kr are 4-element vectors, and the quarters' gate totals go through shuffles
+    (three up the warp, one from the last quarter, in a loop over the four channels). With the final state the builds
+    keep channel pairs (slower there on an H100)."""
+    import re
+    from kda_kernels import registry
+    from verify import lowering
+    for ht in (False, True):
+        b = registry.find("k1_short", varlen=True, short_ht=ht, short_chunks=4)
+        assert b.config.col_quads == (not ht), b.name
+        script = lowering.lower(b.prim_func(), b.config.pass_configs(), name=b.name).device_script
+        # a vector store is staged as NAME_local_cast[0:4] = T.Cast("float16x4", ...) in the script
+        quads = len(re.findall(r'_local_cast(?:_\d+)?\[0:4\] = T\.Cast\("b?float16x4"', script))
+        ups = script.count("T.shfl_up_sync(")
+        if ht:
+            assert quads == 0 and ups == 0, (quads, ups)
+        else:
+            assert quads == 6 and ups == 3, (quads, ups)
