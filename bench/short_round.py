@@ -57,10 +57,11 @@ def config(varlen, ht=False, n=1):
 # inverse from 8-row blocks (K1Config.inv_blocks, session 36); ne, the next chunk's copies in flight
 # during this chunk (K1Config.next_early, session 37), and neib, both (released in session 37, so
 # the released form since); cq, the column pass over four channels and four rows a thread
-# (K1Config.col_quads, session 38).
+# (K1Config.col_quads, session 38; released without the state since, so pairs is session 37's form).
 VARIANTS = {"allrows": dict(short_lean_rows=False, threads=64), "t64": dict(threads=64),
             "ib": dict(inv_blocks=True), "ne": dict(next_early=True),
-            "neib": dict(next_early=True, inv_blocks=True), "cq": dict(col_quads=True)}
+            "neib": dict(next_early=True, inv_blocks=True), "cq": dict(col_quads=True),
+            "pairs": dict(col_quads=False)}
 
 
 def run_short(d, ht=False, n=1, variant=None):
