@@ -44,6 +44,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round39b # session 39: the lkr release: build, short GPU tests, 2048 x 64 with the state and cuDNN, JIT nolkr / cq (~7 min; ROUND39B_PEERS=1 on an H200: issue 13's rows 8-10)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round39a # session 39: last_kr_regs (the pairwise form's lean rows with the final state), JIT against float64, timed, ncu (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round35  # session 35, one call: both short forms' GPU tests, the pairwise form (released, allrows, two kernels), the one-chunk form (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round35m # session 35, short budget: both forms JIT against float64 and timed, no build (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round34  # session 34, one call: both forms' GPU tests, then their headline rows (JIT) (~8 min)
@@ -703,6 +705,37 @@ for r in map(json.loads, open(os.path.join(os.environ["OUT"], "final", "scaling-
         print(f"{m['mode']:40s} {m['ms']:.3f}")
 PY
     ;;
+  round39b)
+    # session 39, the release of last_kr_regs on the two final-state pairwise builds: the build, the
+    # short GPU tests through the host entry, issue 9's 2048 x 64 row with the final state and cuDNN
+    # in one process; JIT at H32 2048x64 cu beside the release: session 38's form (nolkr) and lkr over
+    # channel quads (cq, also against float64 on every case) (~7 min). On an H200 then issue 13's
+    # rows 8-10 (bench_peers, BENCH_SKIP=7; fla compiles at each new head count) in the time left
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 130 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    short_tests 100 short
+    mkdir -p "$OUT/final"
+    BENCH_STATE=final BENCH_LIBS=kda_tile,cudnn_fe timeout 150 python -u bench/scaling.py --only split --seqs 2048 \
+      --out "$OUT/final" > "$OUT/final/scaling.log" 2>&1; grep "^|" "$OUT/final/scaling.log" | tail -2
+    SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=nolkr,cq SHORT_CHECK=cq short_rows 4 240 pairwise4.log 5
+    grep "^correctness" "$OUT/pairwise4.log"
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && [ -n "$ROUND39B_PEERS" ]; then
+      BENCH_SKIP=7 BENCH_NO_HOST=1 timeout 300 python bench/bench_peers.py --out "$OUT" > "$OUT/bench_peers.log" 2>&1
+      grep -E "Error|error" "$OUT/bench_peers.log" | head -3
+      python -c "import json; [print(r['shape'], round(r['kda_tile_ms'], 3), round(r.get('fla_triton_ms') or 0, 3), round(r.get('cudnn_fe_ms') or 0, 3)) for r in map(json.loads, open('$OUT/peers-rows.jsonl'))]"
+    fi ;;
+  round39a)
+    # session 39: the final state's last chunk kr in registers, the pairwise form's lean rows with
+    # the state (K1Config.last_kr_regs, JIT): against float64 on every case, timed at H32 2048x64 cu
+    # in both modes beside the released form (SHORT_PREFILL=0: the manifest is stale until verify
+    # runs); ncu of the released state build and lkr (~6 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    SHORT_PREFILL=0 SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=lkr SHORT_CHECK=lkr short_rows 4 300 pairwise4.log 5
+    grep "^correctness" "$OUT/pairwise4.log"
+    SHORT_NCU_HT=1 SHORT_VARIANTS=lkr pw_stalls lkr_src
+    python bench/ncu_stalls.py "$OUT/lkr_src_sass.csv" 2>&1 | head -30
+    grep -E "\"Duration\"|Executed Instructions\"|Registers Per|Warp Cycles Per Issued|Achieved Occupancy|Theoretical Occupancy|DRAM Throughput" \
+      "$OUT/lkr_src_details.csv" | cut -d, -f13-15 | head -16 ;;
   round38c)
     # session 38, the release of col_quads on the two no-state pairwise builds: the build, the short
     # GPU tests through the host entry, issue 9's 2048 x 64 row with cuDNN in one process (~5 min)

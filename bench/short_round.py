@@ -57,18 +57,22 @@ def config(varlen, ht=False, n=1):
 # inverse from 8-row blocks (K1Config.inv_blocks, session 36); ne, the next chunk's copies in flight
 # during this chunk (K1Config.next_early, session 37), and neib, both (released in session 37, so
 # the released form since); cq, the column pass over four channels and four rows a thread
-# (K1Config.col_quads, session 38; released without the state since, so pairs is session 37's form).
+# (K1Config.col_quads, session 38; released without the state since, so pairs is session 37's form);
+# lkr, the final state's last chunk kr in registers and the lean rows with the state
+# (K1Config.last_kr_regs, session 39; rows without the state run the released form under its name),
+# and nolkr, session 38's form with the state (lkr released since).
 VARIANTS = {"allrows": dict(short_lean_rows=False, threads=64), "t64": dict(threads=64),
             "ib": dict(inv_blocks=True), "ne": dict(next_early=True),
             "neib": dict(next_early=True, inv_blocks=True), "cq": dict(col_quads=True),
-            "pairs": dict(col_quads=False)}
+            "pairs": dict(col_quads=False), "lkr": dict(last_kr_regs=True), "nolkr": dict(last_kr_regs=False)}
+STATE_ONLY = {"lkr", "nolkr"}
 
 
 def run_short(d, ht=False, n=1, variant=None):
     """(launch, o, final state or None): outputs poisoned with NaN, written by each launch; the
     released form, or one of VARIANTS."""
     cfg = config(d["cu"] is not None, ht, n)
-    if variant:
+    if variant and (ht or variant not in STATE_ONLY):
         cfg = dataclasses.replace(cfg, **VARIANTS[variant])
     o = torch.full_like(d["v"], float("nan"))
     B, T, HV, V = d["v"].shape
@@ -121,13 +125,16 @@ def main():
                     help="1: the released short form; 2 or 4: the pairwise form (JIT)")
     ap.add_argument("--ncu", action="store_true",
                     help="only the pairwise form (released, then each of SHORT_VARIANTS) at H32 2048x64 cu, no "
-                         "state, each once inside the CUDA profiler's range (ncu --profile-from-start off)")
+                         "state (SHORT_NCU_HT=1: the final state), each once inside the CUDA profiler's range "
+                         "(ncu --profile-from-start off)")
     a = ap.parse_args()
     n = a.chunks
     if a.ncu:
+        # SHORT_NCU_HT=1: the builds with the final state
         d = k1_round.inputs(1, 2048 * 64, 32, [64] * 2048, seed=7)
         variants = [v for v in os.environ.get("SHORT_VARIANTS", "ib").split(",") if v]
-        k1_round.profiled(run_short(d, False, 4)[0], *(run_short(d, False, 4, v)[0] for v in variants))
+        ht = os.environ.get("SHORT_NCU_HT", "0") == "1"
+        k1_round.profiled(run_short(d, ht, 4)[0], *(run_short(d, ht, 4, v)[0] for v in variants))
         return
     cases, shapes = (CASES, SHAPES) if n == 1 else (CASES_N, SHAPES_N)
     # SHORT_SHAPES="label;label": only those timing shapes (a short device call)

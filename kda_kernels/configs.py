@@ -345,6 +345,10 @@ class K1Config:
     # it also drops the last chunk's kr and U rows (57 KB of shared memory against 65: 4 programs
     # an SM against 3)
     short_lean_rows: bool = False
+    # The lean layout with the final state (session 39): the last chunk's kr stays in the column
+    # pass's registers (8 a thread) and its U in v_s until the tail, so krs and U keep three chunks'
+    # rows as without the state (57 KB: 4 programs an SM against 3)
+    last_kr_regs: bool = False
     # verify's resource limit for every query of this build (0: verify's default); the fixed
     # short_out builds' bounds queries reach ~23 M units
     verify_rlimit: int = 0
@@ -368,6 +372,7 @@ class K1Config:
                 + ("_ib" if self.inv_blocks else "")
                 + ("_ne" if self.next_early else "")
                 + ("_cq" if self.col_quads else "")
+                + ("_lkr" if self.last_kr_regs else "")
                 + ("_ho" if self.head_once else "")
                 + ("_el" if self.early_loads else "")
                 + ("_lp" if self.lean_prologue else "")

@@ -71,7 +71,11 @@ def build_k1(cfg: K1Config):
     # and no final state all but the last chunk's: 57 KB of shared memory against 65, a fourth
     # program an SM
     lean = multi and cfg.short_lean_rows          # the barrier diet (below), with or without the state
-    lean_rows = lean and not short_ht
+    # last_kr_regs: the final state's last chunk kr in registers and its U in v_s, so lean rows too
+    lkr = lean and short_ht and cfg.last_kr_regs
+    assert not cfg.last_kr_regs or (lean and short_ht and cfg.threads == 128), \
+        f"{cfg.name}: last_kr_regs takes the 128-thread lean pairwise form with the final state"
+    lean_rows = lean and (not short_ht or lkr)
     NRB = NR - CHUNK if lean_rows else NR
     NDK = NR - 2 * CHUNK                          # rows a chunk's start decays (chunks 0 .. j - 2)
     # The pairwise form over 128 threads (session 36): two threads a column pair, one for each
@@ -139,12 +143,13 @@ def build_k1(cfg: K1Config):
                 out[hv, (bc * CPB + c) * C + r % C, e] = st_s[r, e]
 
     @T.macro
-    def short_tail(o, ht, Sf, U_s, kr_s, rows, start, end, spill, bc, b, hv):
+    def short_tail(o, ht, Sf, U_s, kr_s, rows, start, end, spill, bc, b, hv, U2_s=None, kr2_s=None):
         """The short form's end of a sequence [start, end) whose first `rows` tokens it ran: NaN
         over the tokens past them (spill > 0: a broken max_seqlen; spill None: none can spill,
         end unused), then with short_ht the final state S^T = U^T kr over those rows, 32 columns
-        of K at a time (a V x 32 fp32 fragment). (No shape variable such as T goes in as an
-        argument: the macro's parameter name would become its name in the IR.)"""
+        of K at a time (a V x 32 fp32 fragment); with U2_s and kr2_s (last_kr_regs) the last
+        chunk's C rows come from those, the rest from U_s and kr_s. (No shape variable such as T
+        goes in as an argument: the macro's parameter name would become its name in the IR.)"""
         if spill is not None:
             if spill > 0:
                 for blk in T.serial(T.ceildiv(spill, R)):
@@ -155,7 +160,10 @@ def build_k1(cfg: K1Config):
         if short_ht:
             n_seq = bc if cfg.varlen else b
             for kb in T.unroll(K // 32):
-                T.gemm(U_s, kr_s[0:rows, kb * 32:(kb + 1) * 32], Sf, transpose_A=True, clear_accum=True)
+                kr_rows = rows if U2_s is None else rows - C
+                T.gemm(U_s, kr_s[0:kr_rows, kb * 32:(kb + 1) * 32], Sf, transpose_A=True, clear_accum=True)
+                if U2_s is not None:
+                    T.gemm(U2_s, kr2_s[0:C, kb * 32:(kb + 1) * 32], Sf, transpose_A=True)
                 for e, j in T.Parallel(V, 32):
                     if n_seq >= 0 and n_seq < NH:
                         ht[n_seq, hv, e, kb * 32 + j] = nan_if(spill, Sf[e, j])
@@ -279,11 +287,12 @@ def build_k1(cfg: K1Config):
 
     @T.macro
     def column_pass_rows(kq_s, ki_s, kq2_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound, krs_s, gcl_s, jc,
-                         slot_len, hv, tx, a_h0, nb_s):
+                         slot_len, hv, tx, a_h0, nb_s, krl=None):
         """The pairwise form's column pass over 128 threads: thread (hf, d2) walks rows hf HR ..
         hf HR + HR - 1 of channels 2 d2, 2 d2 + 1 with its half's cumsum, and the second half adds
         the first half's total T1 (exchanged through tot_s), so that G runs from the chunk's start
-        as in the one-thread pass. kq_s holds k over q (KO, QO) and kq2_s kd over qd (DQO)."""
+        as in the one-thread pass. kq_s holds k over q (KO, QO) and kq2_s kd over qd (DQO).
+        krl (last_kr_regs): the thread's kr of the rows past krs's (the last chunk's), else zero."""
         hf = tx // (K // 2)
         d2 = tx % (K // 2)
         gcol = T.alloc_local((HR, 2), accum)
@@ -333,6 +342,10 @@ def build_k1(cfg: K1Config):
             for e in T.vectorized(2):
                 if jc * C + r < NRB:
                     krs_s[jc * C + r, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
+            if krl is not None:
+                for e in T.unroll(2):
+                    krl[i, e] = T.if_then_else(jc * C + r >= NRB, T.Cast(cfg.ws_dtype, ki[e] * gcl[e]),
+                                               T.Cast(cfg.ws_dtype, 0))
             for e in T.vectorized(2):
                 ki_s[r, d2 * 2 + e] = T.Cast(cfg.in_dtype, ki[e])
             for e in T.vectorized(2):
@@ -345,7 +358,7 @@ def build_k1(cfg: K1Config):
 
     @T.macro
     def column_pass_quads(kq_s, ki_s, kq2_s, rk_s, rq_s, A_log, dt_bias, lower_bound, krs_s, gcl_s, jc,
-                          slot_len, hv, tx, a_h0, nb_s):
+                          slot_len, hv, tx, a_h0, nb_s, krl=None):
         """column_pass_rows with four adjacent channels and four rows a thread (K1Config.col_quads):
         lane l of warp w walks rows 4 (l // 8) .. 4 (l // 8) + 3 of channels 4 d4 .. 4 d4 + 3, with
         d4 = 8 w + l % 8, so that a channel's four row quarters sit in one warp, 8 lanes apart: the
@@ -418,6 +431,10 @@ def build_k1(cfg: K1Config):
             for e in T.vectorized(4):
                 if jc * C + r < NRB:
                     krs_s[jc * C + r, d4 * 4 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
+            if krl is not None:
+                for e in T.unroll(4):
+                    krl[i, e] = T.if_then_else(jc * C + r >= NRB, T.Cast(cfg.ws_dtype, ki[e] * gcl[e]),
+                                               T.Cast(cfg.ws_dtype, 0))
             for e in T.vectorized(4):
                 ki_s[r, d4 * 4 + e] = T.Cast(cfg.in_dtype, ki[e])
             for e in T.vectorized(4):
@@ -660,6 +677,9 @@ def build_k1(cfg: K1Config):
             WU = T.alloc_fragment((R, K), accum)
 
             Sf = T.alloc_fragment((V, 32), accum) if short_ht else None
+            # (rows, channels) of a thread's column pass: channel pairs or quads
+            KLR, KLC = (C // 4, 4) if cfg.col_quads else (HR, 2)
+            krl = T.alloc_local((KLR, KLC), cfg.ws_dtype) if lkr else None
             if multi:
                 # the earlier chunks' kr decayed to this chunk's start, their U, this chunk's qd in
                 # fp16, and -P = -Wk krs^T, Q = qd krs^T (rows of chunks not reached stay zero)
@@ -781,6 +801,13 @@ def build_k1(cfg: K1Config):
                 for r, e in T.Parallel(NRB, K):
                     krs_s[r, e] = T.Cast(cfg.ws_dtype, 0)
                     Ua_s[r, e] = T.Cast(cfg.ws_dtype, 0)
+                if lkr:
+                    # the tail's last-chunk product reads v_s and krl even where no chunk ran
+                    for r, e in T.Parallel(R, V):
+                        v_s[r, e] = T.Cast(cfg.ws_dtype, 0)
+                    for i in T.unroll(KLR):
+                        for e in T.unroll(KLC):
+                            krl[i, e] = T.Cast(cfg.ws_dtype, 0)
 
             # Guards below repeat what the slot computation ensures, so that each global access's
             # bounds follow from its own condition, which is what `verify` proves.
@@ -910,10 +937,10 @@ def build_k1(cfg: K1Config):
 
                 if stack and cfg.col_quads:
                     column_pass_quads(q_s, ki_s, kdh_s, rk_s, rq_s, A_log, dt_bias, lower_bound, krs_s,
-                                      gcl_s, jc, slot_len, hv, tx, a_h0, nb_s)
+                                      gcl_s, jc, slot_len, hv, tx, a_h0, nb_s, krl)
                 elif stack:
                     column_pass_rows(q_s, ki_s, kdh_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound, krs_s,
-                                     gcl_s, jc, slot_len, hv, tx, a_h0, nb_s)
+                                     gcl_s, jc, slot_len, hv, tx, a_h0, nb_s, krl)
                 elif NSUB == 2:
                     column_pass_halves(q_s, k_s, ki_s, kdh_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound,
                                        qd, kr, gC, slot_len, bc, hv, tx, a_h0, nb_s)
@@ -1184,13 +1211,27 @@ def build_k1(cfg: K1Config):
                 if ne:
                     # the zero fill past the last chunk lands before the program ends
                     T.ptx_wait_group(0)
+                if lkr:
+                    # the last chunk's kr rows from registers into kdh_s (free after its P, Q
+                    # product), beside its U in v_s
+                    if cfg.col_quads:
+                        for i in T.unroll(KLR):
+                            for e in T.vectorized(4):
+                                kdh_s[tx % 32 // 8 * KLR + i, ((tx // 32) * 8 + tx % 8) * 4 + e] = krl[i, e]
+                    else:
+                        for i in T.unroll(HR):
+                            for e in T.vectorized(2):
+                                kdh_s[tx // (K // 2) * HR + i, tx % (K // 2) * 2 + e] = krl[i, e]
                 if lean and short_ht:
                     # the final state's kr rows: the chunks before the last decay over it (the
                     # barrier orders the rows' zero fill before these reads where an empty
                     # sequence runs no chunk: verify's barriers.race found it)
                     T.sync_threads()
                     decay_krs(krs_s, gcl_s, NR - CHUNK, (n_ch - 1) * C, tx)
-                short_tail(o, ht, Sf, Ua_s, krs_s, NR, seq_start, seq_end, spill_m, bc, b_all, hv)
+                if lkr:
+                    short_tail(o, ht, Sf, Ua_s, krs_s, NR, seq_start, seq_end, spill_m, bc, b_all, hv, v_s, kdh_s)
+                else:
+                    short_tail(o, ht, Sf, Ua_s, krs_s, NR, seq_start, seq_end, spill_m, bc, b_all, hv)
 
     # One signature; a fixed batch drops cu_seqlens, so that it stays out of the IR that `verify`
     # and `host_codegen` read.

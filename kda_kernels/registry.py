@@ -143,8 +143,10 @@ def _released() -> tuple[Build, ...]:
                                                  verify_rlimit=0 if varlen else SHORT_FIXED_RLIMIT)))
     # ... and sequences of at most 64 tokens (configs.PAIRWISE_TOKENS): the same program over up
     # to four chunks, the earlier chunks' kr and U rows in shared memory (the pairwise form; issue
-    # 9's 2048 x 64 row; sessions 33-36). Without the final state it keeps three chunks' rows (57
-    # KB: 4 programs an SM), with it all four (66 KB: 3); registers for 4. 128 threads, two a
+    # 9's 2048 x 64 row; sessions 33-36). It keeps three chunks' rows (57 KB: 4 programs an SM);
+    # with the final state the last chunk's kr waits in registers and its U in v_s (session 39:
+    # 66 KB and 3 programs before; H100, H32 2048x64 cu with the state 5.216 -> 4.753 ms, outputs
+    # bit-identical); registers for 4. 128 threads, two a
     # column pair (H100, H32 2048x64: 3.94 -> 3.64 ms, with the state 6.34 -> 5.48; session 36);
     # the next chunk's copies in flight during this one and the inverse from 8-row blocks (3.74 ->
     # 3.56, with the state 5.47 -> 5.26; session 37). Without the state the column pass runs over
@@ -153,7 +155,8 @@ def _released() -> tuple[Build, ...]:
         builds.append(Build("k1_short", K1Config(varlen=varlen, short_out=True, short_ht=out_final,
                                                  short_chunks=PAIRWISE_CHUNKS, min_blocks=4, rsqrt_nr=True,
                                                  short_lean_rows=True, threads=128, next_early=True, inv_blocks=True,
-                                                 col_quads=not out_final, early_loads=True, lean_prologue=True,
+                                                 col_quads=not out_final, last_kr_regs=out_final,
+                                                 early_loads=True, lean_prologue=True,
                                                  verify_rlimit=0 if varlen else SHORT_FIXED_RLIMIT)))
     # The sequence split: K1, then pass A, the scan (which reads the initial state and writes the
     # final state) and pass C in place of K2. Varlen only: kda_prefill passes a fixed batch to it

@@ -56,68 +56,84 @@ def test_pairwise_form_takes_the_short_signature(varlen):
         build_k1(K1Config(varlen=varlen, short_chunks=4, u0_in_k2=True, lean_prologue=True))
 
 
-def _pairwise_buffers(q, k, v, g, beta, *, A_log, dt_bias, cu_seqlens, n_max=4):
+def _pairwise_buffers(q, k, v, g, beta, *, A_log, dt_bias, cu_seqlens, n_max=4, lkr=False):
     """The pairwise kernel's dataflow (k1_prepare, short_chunks = n_max) in float64: krs and U as
     n_max x 16 rows, zero where no chunk has reached; chunk j writes kr_j into its krs rows first,
     forms P = Wk_j krs^T and Q = qd_j krs^T over all rows, U_j = U0_j - P U and o_j = Mqk_j U_j + Q U,
-    then puts U_j into its U rows and decays the earlier krs rows by gC_j. Final state U^T krs."""
+    then puts U_j into its U rows and decays the earlier krs rows by gC_j. Final state U^T krs.
+    lkr (K1Config.last_kr_regs): krs and U keep n_max - 1 chunks' rows; the last chunk's kr goes to
+    registers (zero for every other chunk) and each sequence's last chunk's U stays in v_s (zero
+    where none ran); final state U^T krs + v_s^T kr_last."""
     from kda_kernels import reference as R
     tk = R._tokens(q, k, v, g, beta, gate_kind="safe", A_log=A_log, dt_bias=dt_bias, lower_bound=-5.0, scale=None,
                    cu_seqlens=cu_seqlens, use_qk_l2norm=True, use_beta_sigmoid=True)
     N, H, K, V, C = tk.N, tk.H, tk.K, v.shape[-1], R.CHUNK
     n_chunks, idx, take = R._chunk_rows(tk, C)
     assert n_chunks <= n_max
-    NR = n_max * C
+    NR = (n_max - 1 if lkr else n_max) * C
     krs = torch.zeros(N * H, NR, K, dtype=torch.float64)
     Ua = torch.zeros(N * H, NR, V, dtype=torch.float64)
+    krl = torch.zeros(N * H, C, K, dtype=torch.float64)
+    v_s = torch.zeros(N * H, C, V, dtype=torch.float64)
     o = torch.zeros(tk.dummy + 1, H, V, dtype=torch.float64)
     for j in range(n_chunks):
         b = take(tk.beta, j)
         kd, qd, kr, gC, _, A, Mqk = R._chunk_prepare(take(tk.q, j), take(tk.k, j), take(tk.g, j), b)
         Ab = A * b.unsqueeze(-2)
         rows = slice(j * C, (j + 1) * C)
-        krs[:, rows] = kr
+        if j * C < NR:
+            krs[:, rows] = kr
+        krl = kr if lkr and j == n_max - 1 else torch.zeros_like(krl)
         P = (Ab @ kd) @ krs.transpose(-1, -2)
         Q = qd @ krs.transpose(-1, -2)
         Uj = Ab @ take(tk.v, j) - P @ Ua
         oj = Mqk @ Uj + Q @ Ua
-        Ua[:, rows] = Uj
+        if j * C < NR:
+            Ua[:, rows] = Uj
+        ran = (idx[:, j] != tk.dummy).any(-1).repeat_interleave(H)      # rows of sequences with chunk j
+        v_s[ran] = Uj[ran]
         krs[:, :j * C] *= gC.unsqueeze(-2)
         o.index_copy_(0, idx[:, j].reshape(-1), oj.reshape(N, H, C, V).transpose(1, 2).reshape(N * C, H, V))
     S = krs.transpose(-1, -2) @ Ua          # [N H, K, V]
+    if lkr:
+        S = S + krl.transpose(-1, -2) @ v_s
     return o[:tk.dummy].reshape(tk.B, tk.T, H, V), R._final_state(S, N, H, K, V)
 
 
+@pytest.mark.parametrize("lkr", [False, True], ids=["all_rows", "last_kr_regs"])
 @pytest.mark.parametrize("lens", [[64], [1, 0, 64, 17, 33, 16, 48, 63], [5, 40, 0]], ids=str)
-def test_pairwise_dataflow_matches_the_recurrence(lens):
+def test_pairwise_dataflow_matches_the_recurrence(lens, lkr):
     """The kernel's order of buffer writes (kr_j in krs before P and Q, U_j after o_j, the decay
-    last) gives the recurrence's o and final state: the algebra the GPU round checks in bf16."""
+    last) gives the recurrence's o and final state: the algebra the GPU round checks in bf16. With
+    last_kr_regs the last chunk's kr and U sit apart from krs and U, and sequences of fewer chunks
+    add their last U against zero kr."""
     from kda_kernels.reference import kda_recurrent, random_inputs, rel_err
     cu = [0] + torch.tensor(lens).cumsum(0).tolist()
     x = random_inputs(1, cu[-1], 2, K=32, V=24, dtype=torch.float64, seed=sum(lens), cu_seqlens=cu)
     args = [x[n] for n in ("q", "k", "v", "g", "beta")]
     kw = dict(A_log=x["A_log"], dt_bias=x["dt_bias"], cu_seqlens=x["cu_seqlens"])
     o_ref, s_ref = kda_recurrent(*args, lower_bound=-5.0, output_final_state=True, **kw)
-    o, s = _pairwise_buffers(*args, **kw)
+    o, s = _pairwise_buffers(*args, **kw, lkr=lkr)
     assert o_ref.norm() > 0.1 and s_ref.norm() > 0.1
     assert rel_err(o, o_ref) < 1e-10 and rel_err(s, s_ref) < 1e-10
 
 
 def test_pairwise_rows_and_programs_an_sm():
-    """The released pairwise builds (lean layout) without the final state keep three chunks' kr and
-    U rows (the last chunk's only matter to the state): their dynamic shared memory plus the 1 KB
-    each block reserves fits four programs into an SM's 228 KB, as their registers (min_blocks 4)
-    do. The builds with the final state keep all four chunks' rows and fit three."""
+    """The released pairwise builds (lean layout) keep three chunks' kr and U rows in shared memory
+    (the last chunk's only matter to the state): their dynamic shared memory plus the 1 KB each
+    block reserves fits four programs into an SM's 228 KB, as their registers (min_blocks 4) do.
+    With the final state the last chunk's kr waits in registers (last_kr_regs, session 39; before
+    it those builds kept all four chunks' rows and fit three)."""
     from host_codegen.spec import read_kernel
     from kda_kernels import registry
     sm_bytes, reserved = 228 * 1024, 1024
     for ht in (False, True):
         for varlen in (False, True):
             b = registry.find("k1_short", varlen=varlen, short_ht=ht, short_chunks=4)
-            assert b.config.short_lean_rows and b.config.min_blocks == 4
+            assert b.config.short_lean_rows and b.config.min_blocks == 4 and b.config.last_kr_regs == ht
             kind, smem = read_kernel(b).smem
             assert kind == "int"
-            assert sm_bytes // (smem + reserved) == (3 if ht else 4), (b.name, smem)
+            assert sm_bytes // (smem + reserved) == 4, (b.name, smem)
 
 
 def _barriers_a_chunk(script: str) -> int:
@@ -165,7 +181,8 @@ def test_pairwise_lean_layout_passes_few_barriers(ht):
     counts = {}
     for lean in (True, False):
         cfg = b.config if lean else dataclasses.replace(b.config, short_lean_rows=False, threads=64,
-                                                        next_early=False, inv_blocks=False, col_quads=False)
+                                                        next_early=False, inv_blocks=False, col_quads=False,
+                                                        last_kr_regs=False)
         counts[lean] = _barriers_a_chunk(lowering.lower(b.factory()(cfg), cfg.pass_configs(), name=cfg.name).device_script)
     assert b.config.short_lean_rows and counts[True] <= 24 and counts[False] >= 3 * counts[True], counts
 
