@@ -44,6 +44,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round39d # session 39: on an H200 only, issue 13's rows 9-10 with peers (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round39c # session 39: lkr over quads again (JIT), then on an H200 issue 13's rows 9-10 with peers (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39b # session 39: the lkr release: build, short GPU tests, 2048 x 64 with the state and cuDNN, JIT nolkr / cq (~7 min; ROUND39B_PEERS=1 on an H200: issue 13's rows 8-10)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39a # session 39: last_kr_regs (the pairwise form's lean rows with the final state), JIT against float64, timed, ncu (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round35  # session 35, one call: both short forms' GPU tests, the pairwise form (released, allrows, two kernels), the one-chunk form (~9 min)
@@ -705,6 +707,28 @@ for r in map(json.loads, open(os.path.join(os.environ["OUT"], "final", "scaling-
         print(f"{m['mode']:40s} {m['ms']:.3f}")
 PY
     ;;
+  round39d)
+    # session 39: on an H200 only, issue 13's rows 9-10 (H8 1x65536 and the GVA row: bench_peers,
+    # BENCH_SKIP=8; fla compiles at each new head count); on an H100 only the card's name (~7 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+      timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+      BENCH_SKIP=8 BENCH_NO_HOST=1 timeout 420 python bench/bench_peers.py --out "$OUT" > "$OUT/bench_peers.log" 2>&1
+      grep -E "Error|error" "$OUT/bench_peers.log" | head -3
+      python -c "import json; [print(r['shape'], round(r['kda_tile_ms'], 3), round(r.get('fla_triton_ms') or 0, 3), round(r.get('cudnn_fe_ms') or 0, 3)) for r in map(json.loads, open('$OUT/peers-rows.jsonl'))]"
+    fi ;;
+  round39c)
+    # session 39: lkr over channel quads (cq) beside the release again at H32 2048x64 cu with the
+    # state (JIT, no float64 check: round 39b ran it); on an H200 then issue 13's rows 9-10 (H8
+    # 1x65536 and the GVA row: bench_peers, BENCH_SKIP=8) (~8 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=cq,nolkr SHORT_CHECK= SHORT_PREFILL=0 short_rows 4 150 pairwise4.log 3
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+      timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+      BENCH_SKIP=8 BENCH_NO_HOST=1 timeout 400 python bench/bench_peers.py --out "$OUT" > "$OUT/bench_peers.log" 2>&1
+      grep -E "Error|error" "$OUT/bench_peers.log" | head -3
+      python -c "import json; [print(r['shape'], round(r['kda_tile_ms'], 3), round(r.get('fla_triton_ms') or 0, 3), round(r.get('cudnn_fe_ms') or 0, 3)) for r in map(json.loads, open('$OUT/peers-rows.jsonl'))]"
+    fi ;;
   round39b)
     # session 39, the release of last_kr_regs on the two final-state pairwise builds: the build, the
     # short GPU tests through the host entry, issue 9's 2048 x 64 row with the final state and cuDNN
