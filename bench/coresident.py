@@ -15,6 +15,14 @@ high-priority stream, eagerly, then K1 on a low-priority one, over independent w
 PAIRS: comma-separated keys of PAIRS (c2, 32, 32m2, 16, 32s5, 32s6m1). Session 27 asks it where K2's chains leave SMs
 idle (H32 1x32768: 64 chains on 132 SMs), the number a pipeline of time slabs rests on.
 
+    python bench/coresident.py passA [H [T]]     # default H8 T65536: the split's K1 beside its pass A
+
+passA (session 39): the sequence split's 32-token K1 beside its pass A (the released plan's L,
+two consumers, lean identity rows), pass A first on the high-priority stream, over independent
+workspaces; the number a K1 that hands pass A its chunks through flags rests on (bench/NOTES.md,
+session 39's "Next"). Pass A's maps after the side-by-side run are checked bit for bit against
+its run alone.
+
 Rows (ms, median of 30 event-timed runs after one untimed: stage_times.event_ms): K1 alone, K2 alone, K2 then K1 side by
 side, and the sum. The released 32-token K1 and the 32-token K2 with two consumers (one program
 a head), and the released 16-token pair.
@@ -49,7 +57,50 @@ PAIRS = {"c2": ("32-token, K2 two consumers", k1_round.RELEASED_CH32,
                     K2Config(varlen=True, u0_in_k2=True, chunk=32, stages=6, min_blocks=1))}
 
 
+def pass_a_beside_k1(H=8, T=65536):
+    import os
+    os.environ.setdefault("SPLIT_CHUNK", "32")
+    import split_round
+    from kda_kernels.configs import split_plan
+    L, G = split_plan(1, T, H, split_round.CH)
+    k1cfg = k1_round.k1_config(split_round.K1_SPEC, True)
+    k1_round.prewarm([k1cfg, split_round.k2(split_round.NWS[0], split_round.LEANS[0], mode="map")])
+    d = k1_round.inputs(1, T, H, [T], seed=5)
+    s_hi = torch.cuda.Stream(priority=-1)
+    s_lo = torch.cuda.Stream(priority=0)
+    go1, ws_a = k1_round.run_k1(split_round.K1_SPEC, d)     # K1 into its own workspace
+    go1b, ws_b = k1_round.run_k1(split_round.K1_SPEC, d)    # pass A's workspace, written once
+    go1b()
+    go_a = split_round.split_calls(d, ws_b, L, None, nw=split_round.NWS[0], lean=split_round.LEANS[0])[0]
+    go_a()
+    torch.cuda.synchronize()
+    ref = go_a.maps.clone()
+
+    def both():
+        cur = torch.cuda.current_stream()
+        s_hi.wait_stream(cur)
+        s_lo.wait_stream(cur)
+        with torch.cuda.stream(s_hi):
+            go_a()
+        with torch.cuda.stream(s_lo):
+            go1()
+        cur.wait_stream(s_hi)
+        cur.wait_stream(s_lo)
+    go_a.maps.fill_(float("nan"))
+    both()
+    torch.cuda.synchronize()
+    r = dict(H=H, T=T, L=L, G=G, same_maps=bool(torch.equal(go_a.maps, ref)),
+             k1=event_ms(go1, 30), pass_a=event_ms(go_a, 30), both=event_ms(both, 30))
+    r["sum"] = r["k1"] + r["pass_a"]
+    print(json.dumps(r), flush=True)
+    print(f"{'H%d 1x%d (L %d, G %d)' % (H, T, L, G):28s} {'K1':>7s} {'pass A':>7s} {'sum':>7s} {'side by side':>13s} maps")
+    print(f"{'':28s} {r['k1']:7.3f} {r['pass_a']:7.3f} {r['sum']:7.3f} {r['both']:13.3f} "
+          + ("same" if r["same_maps"] else "DIFFER"))
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "passA":
+        return pass_a_beside_k1(*(int(x) for x in sys.argv[2:4]))
     H = int(sys.argv[1]) if len(sys.argv) > 1 else 96
     T = int(sys.argv[2]) if len(sys.argv) > 2 else 8192
     pairs = [PAIRS[x] for x in (sys.argv[3] if len(sys.argv) > 3 else "c2,16").split(",")]

@@ -44,6 +44,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round39e # session 39: the split's K1 beside its pass A (coresident.py passA; ~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39d # session 39: on an H200 only, issue 13's rows 9-10 with peers (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39c # session 39: lkr over quads again (JIT), then on an H200 issue 13's rows 9-10 with peers (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39b # session 39: the lkr release: build, short GPU tests, 2048 x 64 with the state and cuDNN, JIT nolkr / cq (~7 min; ROUND39B_PEERS=1 on an H200: issue 13's rows 8-10)
@@ -707,6 +708,14 @@ for r in map(json.loads, open(os.path.join(os.environ["OUT"], "final", "scaling-
         print(f"{m['mode']:40s} {m['ms']:.3f}")
 PY
     ;;
+  round39e)
+    # session 39: the number session 39's "Next" 1 rests on: the split's K1 beside its pass A at H8
+    # 1x65536 (bench/coresident.py passA; JIT, independent workspaces, pass A first) (~3 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 240 python bench/coresident.py passA 8 65536 > "$OUT/coresident_passA.log" 2>&1
+    grep -E "Error|error" "$OUT/coresident_passA.log" | head -3; tail -3 "$OUT/coresident_passA.log"
+    timeout 120 python bench/coresident.py passA 8 262144 > "$OUT/coresident_passA_262k.log" 2>&1
+    tail -2 "$OUT/coresident_passA_262k.log" ;;
   round39d)
     # session 39: on an H200 only, issue 13's rows 9-10 (H8 1x65536 and the GVA row: bench_peers,
     # BENCH_SKIP=8; fla compiles at each new head count); on an H100 only the card's name (~7 min)

@@ -79,6 +79,7 @@ def split_calls(d, ws, L, h0=None, final=True, nw=1, pf=False, br=SCAN_BRS[0], l
     go_a = lambda: ka(*wa, cu, maps, L)  # noqa: E731
     go_s = lambda: ks(maps, cu, *([h0] if h0 is not None else []), starts, *([ht] if final else []))  # noqa: E731
     go_c = lambda: kc(*wc, cu, starts, o, L)  # noqa: E731
+    go_a.maps = maps
     return go_a, go_s, go_c, o, ht
 
 
