@@ -44,6 +44,9 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round39h # session 39: on an H200 only, issue 13's rows 9-10 with kda_tile and cuDNN (~4 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round39g # session 39: ht_staged (the state's stores through shared memory; JIT, float64, timed; ~3 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round39f # session 39: the final state's stores and products probed out (JIT; ~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39e # session 39: the split's K1 beside its pass A (coresident.py passA; ~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39d # session 39: on an H200 only, issue 13's rows 9-10 with peers (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39c # session 39: lkr over quads again (JIT), then on an H200 issue 13's rows 9-10 with peers (~8 min)
@@ -708,6 +711,31 @@ for r in map(json.loads, open(os.path.join(os.environ["OUT"], "final", "scaling-
         print(f"{m['mode']:40s} {m['ms']:.3f}")
 PY
     ;;
+  round39h)
+    # session 39's last device-seconds: on an H200 only, issue 13's rows 9-10 with kda_tile and cuDNN
+    # (no fla: its first compile at each head count takes minutes); on an H100 the card's name (~4 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+      timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+      BENCH_LIBS=kda_tile,cudnn_fe BENCH_SKIP=8 BENCH_NO_HOST=1 timeout 150 python bench/bench_peers.py --out "$OUT" \
+        > "$OUT/bench_peers.log" 2>&1
+      grep -E "Error|error" "$OUT/bench_peers.log" | head -3
+      python -c "import json; [print(r['shape'], round(r['kda_tile_ms'], 3), round(r.get('cudnn_fe_ms') or 0, 3)) for r in map(json.loads, open('$OUT/peers-rows.jsonl'))]"
+    fi ;;
+  round39g)
+    # session 39: the final state stored through shared memory in 16-byte pieces (K1Config.ht_staged,
+    # JIT): against float64 on every case, timed at H32 2048x64 cu beside the release and the
+    # no-store probe (SHORT_PREFILL=0) (~3 min). ht_staged was removed after it (+6%): apply
+    # bench/prepared/session39-ht-staged.patch and add "hts": dict(ht_staged=True) to short_round's VARIANTS
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=hts,nohtstore SHORT_CHECK=hts SHORT_PREFILL=0 short_rows 4 240 pairwise4.log 3
+    grep "^correctness" "$OUT/pairwise4.log" ;;
+  round39f)
+    # session 39: where the final state's 1.1 ms goes in the pairwise form (2048 x 64): the released
+    # state build against probes without its stores (nohtstore) and without its products too (noht),
+    # JIT, same process (SHORT_PREFILL=0: configs.py's probe comment makes the manifest stale) (~3 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=nohtstore,noht SHORT_CHECK= SHORT_PREFILL=0 short_rows 4 200 pairwise4.log 3 ;;
   round39e)
     # session 39: the number session 39's "Next" 1 rests on: the split's K1 beside its pass A at H8
     # 1x65536 (bench/coresident.py passA; JIT, independent workspaces, pass A first) (~3 min)

@@ -322,7 +322,8 @@ class K1Config:
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
     # store), v (the v load), inverse, ab (the Wk and U0 products and stores), oddhole (a
-    # skip_holes build leaves every odd slot before its search: the holes of 16-token sequences).
+    # skip_holes build leaves every odd slot before its search: the holes of 16-token sequences),
+    # htstore (short_ht's final-state stores), htmm (the products that form it).
     probe: str = ""
     # The whole forward of sequences of at most one chunk, with no initial state: a program a
     # (sequence, value head) forms o = Mqk (Ab v) itself and writes o, no workspace (session 32;

@@ -161,12 +161,14 @@ def build_k1(cfg: K1Config):
             n_seq = bc if cfg.varlen else b
             for kb in T.unroll(K // 32):
                 kr_rows = rows if U2_s is None else rows - C
-                T.gemm(U_s, kr_s[0:kr_rows, kb * 32:(kb + 1) * 32], Sf, transpose_A=True, clear_accum=True)
-                if U2_s is not None:
-                    T.gemm(U2_s, kr2_s[0:C, kb * 32:(kb + 1) * 32], Sf, transpose_A=True)
-                for e, j in T.Parallel(V, 32):
-                    if n_seq >= 0 and n_seq < NH:
-                        ht[n_seq, hv, e, kb * 32 + j] = nan_if(spill, Sf[e, j])
+                if "htmm" not in skip:
+                    T.gemm(U_s, kr_s[0:kr_rows, kb * 32:(kb + 1) * 32], Sf, transpose_A=True, clear_accum=True)
+                    if U2_s is not None:
+                        T.gemm(U2_s, kr2_s[0:C, kb * 32:(kb + 1) * 32], Sf, transpose_A=True)
+                if "htstore" not in skip:
+                    for e, j in T.Parallel(V, 32):
+                        if n_seq >= 0 and n_seq < NH:
+                            ht[n_seq, hv, e, kb * 32 + j] = nan_if(spill, Sf[e, j])
 
     @T.macro
     def decay_krs(krs_s, gcl_s, rows, below, tx):
