@@ -233,6 +233,15 @@ short_rows() {
   KDA_TILE_SHORT=0 timeout "$2" python -u bench/short_round.py --chunks "$1" > "$OUT/$3" 2>&1
   grep -E "Error|error" "$OUT/$3" | head -3; tail -"$4" "$OUT/$3"
 }
+# bench/bench_peers.py under a limit of $1 s (further arguments go to it; BENCH_SKIP, BENCH_LIBS from the
+# caller's environment), then a line a row: kda_tile, fla and cuDNN ms (0 where a library did not run)
+peer_rows() {
+  local limit=$1; shift
+  BENCH_NO_HOST=1 timeout "$limit" python bench/bench_peers.py "$@" --out "$OUT" > "$OUT/bench_peers.log" 2>&1
+  grep -E "Error|error" "$OUT/bench_peers.log" | head -3
+  python -c "import json; [print(r['shape'], round(r['kda_tile_ms'], 3), round(r.get('fla_triton_ms') or 0, 3), round(r.get('cudnn_fe_ms') or 0, 3)) for r in map(json.loads, open('$OUT/peers-rows.jsonl'))]"
+}
+on_h200() { nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; }
 # kda_decode through the generated host entry: build, the decode GPU tests, bench/decode.py
 decode_check() {
   timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tee "$OUT/build.log" | tail -3
@@ -715,12 +724,9 @@ PY
     # session 39's last device-seconds: on an H200 only, issue 13's rows 9-10 with kda_tile and cuDNN
     # (no fla: its first compile at each head count takes minutes); on an H100 the card's name (~4 min)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    if on_h200; then
       timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-      BENCH_LIBS=kda_tile,cudnn_fe BENCH_SKIP=8 BENCH_NO_HOST=1 timeout 150 python bench/bench_peers.py --out "$OUT" \
-        > "$OUT/bench_peers.log" 2>&1
-      grep -E "Error|error" "$OUT/bench_peers.log" | head -3
-      python -c "import json; [print(r['shape'], round(r['kda_tile_ms'], 3), round(r.get('cudnn_fe_ms') or 0, 3)) for r in map(json.loads, open('$OUT/peers-rows.jsonl'))]"
+      BENCH_LIBS=kda_tile,cudnn_fe BENCH_SKIP=8 peer_rows 150
     fi ;;
   round39g)
     # session 39: the final state stored through shared memory in 16-byte pieces (K1Config.ht_staged,
@@ -748,11 +754,9 @@ PY
     # session 39: on an H200 only, issue 13's rows 9-10 (H8 1x65536 and the GVA row: bench_peers,
     # BENCH_SKIP=8; fla compiles at each new head count); on an H100 only the card's name (~7 min)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    if on_h200; then
       timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-      BENCH_SKIP=8 BENCH_NO_HOST=1 timeout 420 python bench/bench_peers.py --out "$OUT" > "$OUT/bench_peers.log" 2>&1
-      grep -E "Error|error" "$OUT/bench_peers.log" | head -3
-      python -c "import json; [print(r['shape'], round(r['kda_tile_ms'], 3), round(r.get('fla_triton_ms') or 0, 3), round(r.get('cudnn_fe_ms') or 0, 3)) for r in map(json.loads, open('$OUT/peers-rows.jsonl'))]"
+      BENCH_SKIP=8 peer_rows 420
     fi ;;
   round39c)
     # session 39: lkr over channel quads (cq) beside the release again at H32 2048x64 cu with the
@@ -760,11 +764,9 @@ PY
     # 1x65536 and the GVA row: bench_peers, BENCH_SKIP=8) (~8 min)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=cq,nolkr SHORT_CHECK= SHORT_PREFILL=0 short_rows 4 150 pairwise4.log 3
-    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    if on_h200; then
       timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-      BENCH_SKIP=8 BENCH_NO_HOST=1 timeout 400 python bench/bench_peers.py --out "$OUT" > "$OUT/bench_peers.log" 2>&1
-      grep -E "Error|error" "$OUT/bench_peers.log" | head -3
-      python -c "import json; [print(r['shape'], round(r['kda_tile_ms'], 3), round(r.get('fla_triton_ms') or 0, 3), round(r.get('cudnn_fe_ms') or 0, 3)) for r in map(json.loads, open('$OUT/peers-rows.jsonl'))]"
+      BENCH_SKIP=8 peer_rows 400
     fi ;;
   round39b)
     # session 39, the release of last_kr_regs on the two final-state pairwise builds: the build, the
@@ -780,10 +782,8 @@ PY
       --out "$OUT/final" > "$OUT/final/scaling.log" 2>&1; grep "^|" "$OUT/final/scaling.log" | tail -2
     SHORT_SHAPES="H32 2048x64 cu" SHORT_VARIANTS=nolkr,cq SHORT_CHECK=cq short_rows 4 240 pairwise4.log 5
     grep "^correctness" "$OUT/pairwise4.log"
-    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && [ -n "$ROUND39B_PEERS" ]; then
-      BENCH_SKIP=7 BENCH_NO_HOST=1 timeout 300 python bench/bench_peers.py --out "$OUT" > "$OUT/bench_peers.log" 2>&1
-      grep -E "Error|error" "$OUT/bench_peers.log" | head -3
-      python -c "import json; [print(r['shape'], round(r['kda_tile_ms'], 3), round(r.get('fla_triton_ms') or 0, 3), round(r.get('cudnn_fe_ms') or 0, 3)) for r in map(json.loads, open('$OUT/peers-rows.jsonl'))]"
+    if on_h200 && [ -n "$ROUND39B_PEERS" ]; then
+      BENCH_SKIP=7 peer_rows 300
     fi ;;
   round39a)
     # session 39: the final state's last chunk kr in registers, the pairwise form's lean rows with
@@ -1121,9 +1121,7 @@ PY
     echo "two consumers: $(grep -E "passed|failed" "$OUT/pytest_two.log" | tail -1)"; grep -E "^FAILED|Error" "$OUT/pytest_two.log" | head -5
     TWO_ONLY="H96 1x8192 cu,H104,H112,H120,H128" timeout 150 python -u bench/two_consumers.py > "$OUT/two_consumers.log" 2>&1
     grep -E "Error|error" "$OUT/two_consumers.log" | head -3; grep -v '^{' "$OUT/two_consumers.log" | tail -11
-    BENCH_NO_HOST=1 timeout 300 python bench/bench_peers.py --only "H96 1x8192" --out "$OUT" > "$OUT/bench_peers.log" 2>&1
-    grep -E "Error|error" "$OUT/bench_peers.log" | head -3
-    python -c "import json; [print(r['shape'], round(r['kda_tile_ms'], 3), round(r.get('fla_triton_ms') or 0, 3), round(r.get('cudnn_fe_ms') or 0, 3)) for r in map(json.loads, open('$OUT/peers-rows.jsonl'))]" ;;
+    peer_rows 300 --only "H96 1x8192" ;;
   round31c)
     # session 31: the two-consumer 32-token K2 released (configs.use_two_consumers): build, the GPU
     # tests at the rule's shapes (H96 fixed rows of 1024-8192 tokens, the new cases), then
@@ -1175,9 +1173,7 @@ PY
     # bench_peers.py --from-rows joins the two peers-rows.jsonl on the CPU machine
     nvidia-smi --query-gpu=name --format=csv,noheader
     timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-    BENCH_NO_HOST=1 timeout 470 python bench/bench_peers.py --out "$OUT" > "$OUT/bench_peers.log" 2>&1
-    grep -E "Error|error" "$OUT/bench_peers.log" | head -3
-    python -c "import json; [print(r['shape'], round(r['kda_tile_ms'], 3), round(r.get('fla_triton_ms') or 0, 3), round(r.get('cudnn_fe_ms') or 0, 3)) for r in map(json.loads, open('$OUT/peers-rows.jsonl'))]" ;;
+    peer_rows 470 ;;
   round29c)
     # session 29: the 32-token K2 builds at min_blocks 1 released: build, the GPU tests with every
     # unsplit call forced to 32-token chunks (fixed, varlen, batched, long, GVA; every state mode),
