@@ -288,6 +288,29 @@ def build_k1(cfg: K1Config):
                 gC[hv, bc, d2 * 2 + e] = e1[e] * e2[e]
 
     @T.macro
+    def column_row_stores(kq_s, ki_s, kq2_s, krs_s, krl, kn, qn, ep, ki, gcl, jc, r, i, c0, W):
+        """The pairwise column passes' stores of row r (the thread's row i) over its W channels from
+        c0: kd and qd in fp16 (kq2_s), kr_j into krs's rows of chunk j (they meet zero rows of U this
+        chunk) or, past them, into krl (last_kr_regs), ki and kd, qd in bf16 (ki_s, kq_s)."""
+        for e in T.vectorized(W):
+            kq2_s[r, c0 + e] = T.Cast(cfg.ws_dtype, kn[e] * ep[e])
+        for e in T.vectorized(W):
+            kq2_s[DQO + r, c0 + e] = T.Cast(cfg.ws_dtype, qn[e] * ep[e])
+        for e in T.vectorized(W):
+            if jc * C + r < NRB:
+                krs_s[jc * C + r, c0 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
+        if krl is not None:
+            for e in T.unroll(W):
+                krl[i, e] = T.if_then_else(jc * C + r >= NRB, T.Cast(cfg.ws_dtype, ki[e] * gcl[e]),
+                                           T.Cast(cfg.ws_dtype, 0))
+        for e in T.vectorized(W):
+            ki_s[r, c0 + e] = T.Cast(cfg.in_dtype, ki[e])
+        for e in T.vectorized(W):
+            kq_s[KO + r, c0 + e] = T.Cast(cfg.in_dtype, kn[e] * ep[e])
+        for e in T.vectorized(W):
+            kq_s[QO + r, c0 + e] = T.Cast(cfg.in_dtype, qn[e] * ep[e])
+
+    @T.macro
     def column_pass_rows(kq_s, ki_s, kq2_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound, krs_s, gcl_s, jc,
                          slot_len, hv, tx, a_h0, nb_s, krl=None):
         """The pairwise form's column pass over 128 threads: thread (hf, d2) walks rows hf HR ..
@@ -336,24 +359,7 @@ def build_k1(cfg: K1Config):
                 qn[e] = T.Cast(accum, qraw[i, e]) * rq_s[r]
                 ep[e] = pow2(gi, fast)
                 ki[e] = kn[e] * pow2(-gi, fast)
-            for e in T.vectorized(2):
-                kq2_s[r, d2 * 2 + e] = T.Cast(cfg.ws_dtype, kn[e] * ep[e])
-            for e in T.vectorized(2):
-                kq2_s[DQO + r, d2 * 2 + e] = T.Cast(cfg.ws_dtype, qn[e] * ep[e])
-            # kr_j into krs's rows of chunk j (they meet zero rows of U this chunk)
-            for e in T.vectorized(2):
-                if jc * C + r < NRB:
-                    krs_s[jc * C + r, d2 * 2 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
-            if krl is not None:
-                for e in T.unroll(2):
-                    krl[i, e] = T.if_then_else(jc * C + r >= NRB, T.Cast(cfg.ws_dtype, ki[e] * gcl[e]),
-                                               T.Cast(cfg.ws_dtype, 0))
-            for e in T.vectorized(2):
-                ki_s[r, d2 * 2 + e] = T.Cast(cfg.in_dtype, ki[e])
-            for e in T.vectorized(2):
-                kq_s[KO + r, d2 * 2 + e] = T.Cast(cfg.in_dtype, kn[e] * ep[e])
-            for e in T.vectorized(2):
-                kq_s[QO + r, d2 * 2 + e] = T.Cast(cfg.in_dtype, qn[e] * ep[e])
+            column_row_stores(kq_s, ki_s, kq2_s, krs_s, krl, kn, qn, ep, ki, gcl, jc, r, i, d2 * 2, 2)
         if hf == 0:
             for e in T.vectorized(2):
                 gcl_s[d2 * 2 + e] = gcl[e]
@@ -426,23 +432,7 @@ def build_k1(cfg: K1Config):
                 qn[e] = T.Cast(accum, qraw[i, e]) * rq
                 ep[e] = pow2(gi, fast)
                 ki[e] = kn[e] * pow2(-gi, fast)
-            for e in T.vectorized(4):
-                kq2_s[r, d4 * 4 + e] = T.Cast(cfg.ws_dtype, kn[e] * ep[e])
-            for e in T.vectorized(4):
-                kq2_s[DQO + r, d4 * 4 + e] = T.Cast(cfg.ws_dtype, qn[e] * ep[e])
-            for e in T.vectorized(4):
-                if jc * C + r < NRB:
-                    krs_s[jc * C + r, d4 * 4 + e] = T.Cast(cfg.ws_dtype, ki[e] * gcl[e])
-            if krl is not None:
-                for e in T.unroll(4):
-                    krl[i, e] = T.if_then_else(jc * C + r >= NRB, T.Cast(cfg.ws_dtype, ki[e] * gcl[e]),
-                                               T.Cast(cfg.ws_dtype, 0))
-            for e in T.vectorized(4):
-                ki_s[r, d4 * 4 + e] = T.Cast(cfg.in_dtype, ki[e])
-            for e in T.vectorized(4):
-                kq_s[KO + r, d4 * 4 + e] = T.Cast(cfg.in_dtype, kn[e] * ep[e])
-            for e in T.vectorized(4):
-                kq_s[QO + r, d4 * 4 + e] = T.Cast(cfg.in_dtype, qn[e] * ep[e])
+            column_row_stores(kq_s, ki_s, kq2_s, krs_s, krl, kn, qn, ep, ki, gcl, jc, r, i, d4 * 4, 4)
         if hq == 0:
             for e in T.vectorized(4):
                 gcl_s[d4 * 4 + e] = gcl[e]
