@@ -44,6 +44,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round40a # session 40: the scan in parts (JIT, float64, timed), K1 against its copy floor (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39h # session 39: on an H200 only, issue 13's rows 9-10 with kda_tile and cuDNN (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39g # session 39: ht_staged (the state's stores through shared memory; JIT, float64, timed; ~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39f # session 39: the final state's stores and products probed out (JIT; ~3 min)
@@ -258,6 +259,16 @@ if [ "$mode" = tests ] || [ "$mode" = smoke ]; then
   JOBS=14 python bench/prewarm.py 2>&1 | grep -E "prewarm" | tee "$OUT/prewarm.log"
 fi
 case "$mode" in
+  round40a)
+    # session 40: the scan with its sums cut into parts (ScanConfig.parts 1, 4, 2; JIT, against
+    # float64 first, then timed with passes A and C at H8 and H16 1x65536, H8 1x262144), then K1
+    # against a copy of its pattern (round34c's copy_floor; NOTES session 40 has the predictions) (~8 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    SPLIT_CHUNK=32 SPLIT_SCAN_PARTS=1,4,2 SPLIT_SHAPES="H8 1x65536,H16 1x65536,H8 1x262144" \
+      timeout 330 python -u bench/split_round.py 8 16 > "$OUT/split_scan.log" 2>&1
+    grep -E "Error|error" "$OUT/split_scan.log" | head -3; tail -20 "$OUT/split_scan.log"
+    timeout 150 python -u bench/copy_floor.py 96:8192 8:65536 > "$OUT/copy_floor.log" 2>&1
+    grep -E "Error|error" "$OUT/copy_floor.log" | head -3; tail -6 "$OUT/copy_floor.log" ;;
   fused)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu --format=csv | tee "$OUT/gpu.txt"
     timeout 120 python bench/fused_round.py prewarm smoke > "$OUT/smoke.log" 2>&1; grep -E "SMOKE|correctness|FAILED|Error" "$OUT/smoke.log" | tail -30

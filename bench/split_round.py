@@ -54,11 +54,14 @@ def k2(nw=1, lean=None, **kw):
 SCAN_BRS = [int(x) for x in os.environ.get("SPLIT_SCAN_BR", str(ScanConfig().block_rows)).split(",")]
 # ScanConfig.prefetch to measure (SPLIT_SCAN_PF, comma-separated 0/1: each is checked and timed)
 SCAN_PFS = [bool(int(x)) for x in os.environ.get("SPLIT_SCAN_PF", "0").split(",")]
-# every (consumers, scan prefetch, scan rows, lean pass A) measured
-VARIANTS = list(itertools.product(NWS, SCAN_PFS, SCAN_BRS, LEANS))
+# ScanConfig.parts to measure (SPLIT_SCAN_PARTS, comma-separated; the released value by default;
+# parts > 1 with prefetch is not a form and is skipped)
+SCAN_PARTS = [int(x) for x in os.environ.get("SPLIT_SCAN_PARTS", str(ScanConfig().parts)).split(",")]
+# every (consumers, scan prefetch, scan rows, lean pass A, scan parts) measured
+VARIANTS = [v for v in itertools.product(NWS, SCAN_PFS, SCAN_BRS, LEANS, SCAN_PARTS) if not (v[1] and v[4] > 1)]
 
 
-def split_calls(d, ws, L, h0=None, final=True, nw=1, pf=False, br=SCAN_BRS[0], lean=None):
+def split_calls(d, ws, L, h0=None, final=True, nw=1, pf=False, br=SCAN_BRS[0], lean=None, parts=1):
     """(pass A, scan, pass C) as closures for segments of L chunks, and the outputs o, ht
     (NaN-poisoned)."""
     N = d["cu"].numel() - 1
@@ -72,7 +75,8 @@ def split_calls(d, ws, L, h0=None, final=True, nw=1, pf=False, br=SCAN_BRS[0], l
     hdt = None if h0 is None else {torch.float32: "float32", torch.bfloat16: "bfloat16"}[h0.dtype]
     ht = torch.full((N, HV, 128, 128), float("nan"), device="cuda", dtype=h0.dtype if h0 is not None else torch.float32)
     ka = compiled(k2(nw, lean, mode="map"))
-    ks = compiled(ScanConfig(varlen=True, initial_state=hdt, final_state=final, block_rows=br, prefetch=pf))
+    ks = compiled(ScanConfig(varlen=True, initial_state=hdt, final_state=final, block_rows=br, prefetch=pf,
+                             parts=parts))
     kc = compiled(k2(nw, mode="seg"))
     wa = [ws["Wk"], ws["kr"], ws["Ab"], d["v"], ws["gC"]]
     wc = [ws["Wk"], ws["qd"], ws["kr"], ws["Ab"], d["v"], ws["Mqk"], ws["gC"]]
@@ -103,16 +107,17 @@ def correctness():
             h0 = torch.randn(N, H, 128, 128, device="cuda").to(sdt)
             ro, rht = kda_recurrent(d["q"], d["k"], d["v"], d["g"], d["beta"], A_log=d["A_log"], dt_bias=d["dt_bias"],
                                     lower_bound=-5.0, cu_seqlens=d["cu"], initial_state=h0, output_final_state=True)
-            for L, (nw, pf, br, lean) in itertools.product(Gs, VARIANTS):
+            for L, (nw, pf, br, lean, parts) in itertools.product(Gs, VARIANTS):
                 go1, ws = k1_round.run_k1(K1_SPEC, d)
                 go1()
-                go_a, go_s, go_c, o, ht = split_calls(d, ws, L, h0, nw=nw, pf=pf, br=br, lean=lean)
+                go_a, go_s, go_c, o, ht = split_calls(d, ws, L, h0, nw=nw, pf=pf, br=br, lean=lean, parts=parts)
                 go_a()
                 go_s()
                 go_c()
                 torch.cuda.synchronize()
                 eo, eh = rel_err(o.double(), ro), rel_err(ht.double(), rht)
-                rows.append(dict(case=label, L=L, nw=nw, scan_pf=pf, scan_br=br, lean=lean, state=str(sdt)[6:], err_o=eo, err_ht=eh))
+                rows.append(dict(case=label, L=L, nw=nw, scan_pf=pf, scan_br=br, lean=lean, scan_p=parts, state=str(sdt)[6:],
+                                 err_o=eo, err_ht=eh))
                 print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -128,8 +133,8 @@ def main():
     from triton.testing import do_bench
     Gs = [int(x) for x in sys.argv[1:]] or [4, 8, 16, 32]
     k1_round.prewarm([k1_round.k1_config(K1_SPEC, True)] + [k2(nw, lean, mode=m) for m in ("map", "seg") for nw in NWS for lean in LEANS]
-                     + [ScanConfig(varlen=True, initial_state=h, final_state=True, block_rows=br, prefetch=pf)
-                        for h in ("float32", "bfloat16") for pf in SCAN_PFS for br in SCAN_BRS]
+                     + [ScanConfig(varlen=True, initial_state=h, final_state=True, block_rows=br, prefetch=pf, parts=p)
+                        for h in ("float32", "bfloat16") for _, pf, br, _, p in VARIANTS]
                      + [k2(initial_state="float32", final_state=True)])
     rows = correctness() if os.environ.get("SPLIT_CHECK", "1") == "1" else []
     worst = max((max(r["err_o"], r["err_ht"]) for r in rows), default=float("nan"))
@@ -147,9 +152,9 @@ def main():
         go_full = lambda: kfull(*wf, d["cu"], h0, o_f, ht_f)  # noqa: E731
         row = dict(shape=label, K1=do_bench(go1, warmup=5, rep=50, return_mode="median"),
                    K2=do_bench(go_full, warmup=5, rep=50, return_mode="median"))
-        for G, (nw, pf, br, lean) in itertools.product(Gs, VARIANTS):
+        for G, (nw, pf, br, lean, parts) in itertools.product(Gs, VARIANTS):
             L = max(1, (T // CH + G - 1) // G)
-            go_a, go_s, go_c, o, ht = split_calls(d, ws, L, h0, nw=nw, pf=pf, br=br, lean=lean)
+            go_a, go_s, go_c, o, ht = split_calls(d, ws, L, h0, nw=nw, pf=pf, br=br, lean=lean, parts=parts)
             go_a(), go_s(), go_c()
             torch.cuda.synchronize()
             go_full()
@@ -160,17 +165,17 @@ def main():
                 go_a()
                 go_s()
                 go_c()
-            r = dict(row, G=G, L=L, nw=nw, scan_pf=pf, scan_br=br, lean=lean, A=do_bench(go_a, warmup=5, rep=50, return_mode="median"),
+            r = dict(row, G=G, L=L, nw=nw, scan_pf=pf, scan_br=br, lean=lean, scan_p=parts, A=do_bench(go_a, warmup=5, rep=50, return_mode="median"),
                      scan=do_bench(go_s, warmup=5, rep=50, return_mode="median"),
                      C=do_bench(go_c, warmup=5, rep=50, return_mode="median"),
                      split=do_bench(chain, warmup=5, rep=50, return_mode="median"), vs_full=same)
             table.append(r)
             print(json.dumps(r), flush=True)
         del ws, d
-    print(f"{'shape':14s} {'nw':>2s} {'pf':>2s} {'br':>2s} {'ln':>2s} {'G':>4s} {'K1':>7s} {'K2':>7s} {'A':>7s} {'scan':>7s} {'C':>7s} "
+    print(f"{'shape':14s} {'nw':>2s} {'pf':>2s} {'br':>2s} {'sp':>2s} {'ln':>2s} {'G':>4s} {'K1':>7s} {'K2':>7s} {'A':>7s} {'scan':>7s} {'C':>7s} "
           f"{'A+s+C':>7s} {'total':>7s} {'diff':>8s}")
     for r in table:
-        print(f"{r['shape']:14s} {r['nw']:2d} {int(r['scan_pf']):2d} {r['scan_br']:2d} {int(r['lean']):2d} {r['G']:4d} {r['K1']:7.3f} {r['K2']:7.3f} "
+        print(f"{r['shape']:14s} {r['nw']:2d} {int(r['scan_pf']):2d} {r['scan_br']:2d} {r['scan_p']:2d} {int(r['lean']):2d} {r['G']:4d} {r['K1']:7.3f} {r['K2']:7.3f} "
               f"{r['A']:7.3f} {r['scan']:7.3f} "
               f"{r['C']:7.3f} {r['split']:7.3f} {r['K1'] + r['split']:7.3f} {r['vs_full']:8.1e}")
     print(f"correctness ({CH}-token chunks): {len(rows)} runs, worst {worst:.2e}")

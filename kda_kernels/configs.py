@@ -575,17 +575,26 @@ class ScanConfig(StateIO):
     head_dim: int = 128
     value_dim: int = 128
     block_rows: int = 8     # state rows a program carries through the G segments
-    threads: int = 128      # one state column a thread
     bank_conflict_budget: int = 8
     # The next segment's column of M and rows of B loaded into registers while this segment's
     # products run, so that the chain from one segment to the next waits on no global load
     # (released: 144 loads a thread at the head of every segment, ~3.8 us a segment; session 20).
     prefetch: bool = False
+    # The sum over d of S_g[j, d] M_g[d, e] cut into `parts` runs of K / parts terms, one a
+    # warpgroup (threads = parts x K), added to B_g in shared memory: a chain of K / parts
+    # dependent FMAs a row instead of K, on parts times the warps (session 40).
+    parts: int = 1
+
+    @property
+    def threads(self) -> int:
+        """One state column a thread in each part."""
+        return self.head_dim * self.parts
 
     @property
     def name(self) -> str:
         return ("k2_scan_" + ("varlen" if self.varlen else "fixed") + ("_pf" if self.prefetch else "")
                 + (f"_br{self.block_rows}" if self.block_rows != 8 else "")
+                + (f"_p{self.parts}" if self.parts != 1 else "")
                 + f"_{self.state_tag}")
 
     def pass_configs(self) -> dict:

@@ -11,6 +11,14 @@ reads column e of M_g (coalesced across the threads, each M_g element read once 
 S_g's rows are broadcast reads of shared memory, and every product is an fp32 fma, so the
 composition adds no rounding beyond fp32's (issue 9: the error at T = 1M). With `prefetch`,
 M_g's column and B_g's rows were loaded into registers during segment g - 1.
+
+With `parts` P > 1 the program has P x K threads: thread (p, e) sums the K / P terms
+d in [p K / P, (p + 1) K / P) of every row into red[p, j, e], and after a barrier owns BR / P rows:
+
+    S_{g+1}[j, e] = B_g[j, e] + red[0, j, e] + ... + red[P - 1, j, e]
+
+so a row's chain is K / P dependent FMAs, not K (the scan is latency-bound: ~3.7 us a segment
+with one program of four warps an SM; bench/NOTES.md, sessions 20-21 and 40).
 """
 import tilelang.language as T
 
@@ -18,8 +26,9 @@ from .configs import ScanConfig
 
 
 def build_scan(cfg: ScanConfig):
-    K, V, BR, NT = cfg.head_dim, cfg.value_dim, cfg.block_rows, cfg.threads
-    assert NT == K and V % BR == 0
+    K, V, BR = cfg.head_dim, cfg.value_dim, cfg.block_rows
+    assert cfg.threads == K * cfg.parts and V % BR == 0
+    assert cfg.parts == 1 or not cfg.prefetch, f"{cfg.name}: parts and prefetch are separate forms"
     f32 = "float32"
 
     B = T.dynamic("B")
@@ -29,6 +38,28 @@ def build_scan(cfg: ScanConfig):
     NS = N1 - 1 if cfg.varlen else B
     h0_dtype = cfg.initial_state or f32
     ht_dtype = cfg.final_state_dtype or f32
+    body = (_rows_body if cfg.parts == 1 else _parts_body)(cfg, NS, HV, G, ht_dtype)
+
+    maps_t = T.Tensor((NS, G, HV, V + K, K), f32)
+    h0_t = T.Tensor((NS, HV, V, K), h0_dtype)
+    starts_t = T.Tensor((NS, G, HV, V, K), f32)
+    ht_t = T.Tensor((NS, HV, V, K), ht_dtype)
+    cu_t = T.Tensor((N1,), "int64")
+
+    @T.prim_func
+    def k2_scan(maps: maps_t, cu_seqlens: cu_t, h0: h0_t, starts: starts_t, ht: ht_t):
+        body(maps, h0, starts, ht)
+
+    from . import _tir
+    absent = [name for name, present in (("cu_seqlens", cfg.varlen), ("h0", cfg.initial_state is not None),
+                                         ("ht", cfg.final_state)) if not present]
+    return _tir.drop_params(k2_scan, absent)
+
+
+def _rows_body(cfg, NS, HV, G, ht_dtype):
+    """One column a thread, all K terms of its rows' sums."""
+    K, V, BR, NT = cfg.head_dim, cfg.value_dim, cfg.block_rows, cfg.threads
+    f32 = "float32"
 
     @T.macro
     def _body(maps, h0, starts, ht):
@@ -75,18 +106,52 @@ def build_scan(cfg: ScanConfig):
             if cfg.final_state:
                 for j in T.unroll(BR):
                     ht[n, hv, r0 + j, e] = T.Cast(ht_dtype, S_s[j, e])
+    return _body
 
-    maps_t = T.Tensor((NS, G, HV, V + K, K), f32)
-    h0_t = T.Tensor((NS, HV, V, K), h0_dtype)
-    starts_t = T.Tensor((NS, G, HV, V, K), f32)
-    ht_t = T.Tensor((NS, HV, V, K), ht_dtype)
-    cu_t = T.Tensor((N1,), "int64")
 
-    @T.prim_func
-    def k2_scan(maps: maps_t, cu_seqlens: cu_t, h0: h0_t, starts: starts_t, ht: ht_t):
-        _body(maps, h0, starts, ht)
+def _parts_body(cfg, NS, HV, G, ht_dtype):
+    """`parts` warpgroups, each K / parts terms of every row's sum; thread (p, e) then owns
+    rows p RP .. p RP + RP - 1 of column e."""
+    K, V, BR, P = cfg.head_dim, cfg.value_dim, cfg.block_rows, cfg.parts
+    KP, RP = K // P, BR // P
+    assert K % P == 0 and BR % P == 0
+    f32 = "float32"
 
-    from . import _tir
-    absent = [name for name, present in (("cu_seqlens", cfg.varlen), ("h0", cfg.initial_state is not None),
-                                         ("ht", cfg.final_state)) if not present]
-    return _tir.drop_params(k2_scan, absent)
+    @T.macro
+    def _body(maps, h0, starts, ht):
+        with T.Kernel(NS, HV, V // BR, threads=cfg.threads) as (n, hv, rb):
+            r0 = rb * BR
+            S_s = T.alloc_shared((BR, K), f32)
+            red_s = T.alloc_shared((P, BR, K), f32)
+            acc = T.alloc_local((BR,), f32)
+            tx = T.get_thread_binding()
+            p = tx // K
+            e = tx % K
+            for i in T.unroll(RP):
+                if cfg.initial_state is not None:
+                    S_s[p * RP + i, e] = T.Cast(f32, h0[n, hv, r0 + p * RP + i, e])
+                else:
+                    S_s[p * RP + i, e] = T.float32(0)
+            T.sync_threads()
+            for g in T.serial(G):
+                for j in T.unroll(BR):
+                    acc[j] = T.float32(0)
+                for dd in T.unroll(KP):
+                    m = maps[n, g, hv, V + p * KP + dd, e]
+                    for j in T.unroll(BR):
+                        acc[j] = acc[j] + S_s[j, p * KP + dd] * m
+                for j in T.unroll(BR):
+                    red_s[p, j, e] = acc[j]
+                for i in T.unroll(RP):
+                    starts[n, g, hv, r0 + p * RP + i, e] = S_s[p * RP + i, e]
+                T.sync_threads()
+                for i in T.unroll(RP):
+                    acc[i] = maps[n, g, hv, r0 + p * RP + i, e]
+                    for q in T.unroll(P):
+                        acc[i] = acc[i] + red_s[q, p * RP + i, e]
+                    S_s[p * RP + i, e] = acc[i]
+                T.sync_threads()
+            if cfg.final_state:
+                for i in T.unroll(RP):
+                    ht[n, hv, r0 + p * RP + i, e] = T.Cast(ht_dtype, S_s[p * RP + i, e])
+    return _body
