@@ -44,6 +44,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round40b # session 40: the scan in parts released: build, split GPU tests, split_api; H200: rows 9-10 (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round40a # session 40: the scan in parts (JIT, float64, timed), K1 against its copy floor (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39h # session 39: on an H200 only, issue 13's rows 9-10 with kda_tile and cuDNN (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39g # session 39: ht_staged (the state's stores through shared memory; JIT, float64, timed; ~3 min)
@@ -259,6 +260,13 @@ if [ "$mode" = tests ] || [ "$mode" = smoke ]; then
   JOBS=14 python bench/prewarm.py 2>&1 | grep -E "prewarm" | tee "$OUT/prewarm.log"
 fi
 case "$mode" in
+  round40b)
+    # session 40: the scan in parts released (configs.scan_parts): build, every split GPU test through
+    # the host entry, split_api --quick (the rule's scan against one part, same call); on an H200 also
+    # issue 13's rows 9-10 (H8 1x65536, GVA) with kda_tile and cuDNN (~8 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    split_check 260
+    if on_h200; then BENCH_LIBS=kda_tile,cudnn_fe BENCH_SKIP=8 peer_rows 120; fi ;;
   round40a)
     # session 40: the scan with its sums cut into parts (ScanConfig.parts 1, 4, 2; JIT, against
     # float64 first, then timed with passes A and C at H8 and H16 1x65536, H8 1x262144), then K1

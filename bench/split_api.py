@@ -63,6 +63,20 @@ def main():
                 row["split_ms" if mode == "1" else "unsplit_ms"] = do_bench(
                     lambda: kda_tile.kda_prefill(q, k, v, g, beta, **kw), warmup=5, rep=40, return_mode="median")
             api.FORCE_SPLIT = None
+            # the scan in one part where the rule gives it SCAN_PARTS (session 40): same call
+            row["scan_parts"] = api.scan_parts_for(q, v, cu)
+            if row["auto_split"] and row["scan_parts"] > 1:
+                rule = api._configs.scan_parts
+                api._configs.scan_parts = lambda N, T, HV: 1
+                api._SCANP.clear()
+                try:
+                    o1, _ = kda_tile.kda_prefill(q, k, v, g, beta, **kw)
+                    row["split_p1_ms"] = do_bench(lambda: kda_tile.kda_prefill(q, k, v, g, beta, **kw), warmup=5,
+                                                  rep=40, return_mode="median")
+                    row["p1_vs_parts_o"] = rel_err(o1.double(), outs["1"][0].double())
+                finally:
+                    api._configs.scan_parts = rule
+                    api._SCANP.clear()
         row["ratio"] = row["split_ms"] / row["unsplit_ms"]
         row["split_vs_unsplit_o"] = rel_err(outs["1"][0].double(), outs["0"][0].double())
         if T * B <= 262144:
@@ -76,10 +90,11 @@ def main():
         del q, k, v, g, d, outs
         torch.cuda.empty_cache()
     write_rows("split_api.json", rows)
-    print(f"{'shape':16s} {'L':>5s} {'G':>5s} {'auto':>5s} {'split':>8s} {'unsplit':>8s} {'ratio':>6s} "
-          f"{'err_o':>8s} {'err_ht':>8s}")
+    print(f"{'shape':16s} {'L':>5s} {'G':>5s} {'auto':>5s} {'parts':>5s} {'split':>8s} {'1 part':>8s} {'unsplit':>8s} "
+          f"{'ratio':>6s} {'err_o':>8s} {'err_ht':>8s}")
     for r in rows:
-        print(f"{r['shape']:16s} {r['L']:5d} {r['G']:5d} {str(r['auto_split']):>5s} {r['split_ms']:8.3f} "
+        print(f"{r['shape']:16s} {r['L']:5d} {r['G']:5d} {str(r['auto_split']):>5s} {r['scan_parts']:5d} "
+              f"{r['split_ms']:8.3f} {r.get('split_p1_ms', float('nan')):8.3f} "
               f"{r['unsplit_ms']:8.3f} {r['ratio']:6.2f} {r.get('err_o_split', float('nan')):8.1e} "
               f"{r.get('err_ht_split', float('nan')):8.1e}")
 

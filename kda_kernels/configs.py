@@ -56,6 +56,20 @@ def use_split(N: int, T: int, HV: int) -> bool:
     return (T // N + 15) // 16 >= SPLIT_MIN_G * L
 
 
+# The split's scan with its sums in SCAN_PARTS parts (ScanConfig.parts; 16 warps a program, one
+# program an SM by registers) where its programs (16 a sequence and head: 8 state rows each) fit
+# one wave on the SMs; else one part (four programs an SM). JIT on an H100 (round 40a), the scan at
+# G 16 / 8: H8 1x65536 0.065 -> 0.041 / 0.034 -> 0.022 ms, H8 1x262144 0.064 -> 0.041; H16 1x65536
+# (256 programs) 0.040 -> 0.043 / 0.074 -> 0.079 (bench/NOTES.md, session 40).
+SCAN_PARTS = 4
+SCAN_PARTS_MAX_PROGRAMS = 132
+
+
+def scan_parts(N: int, T: int, HV: int) -> int:
+    """ScanConfig.parts of the split's scan for N packed sequences and HV value heads."""
+    return SCAN_PARTS if N * HV * (128 // ScanConfig.block_rows) <= SCAN_PARTS_MAX_PROGRAMS else 1
+
+
 # 32-token chunks (session 18): the chain takes half the steps, K1 costs ~19% more per token
 # (~30% before session 19's unguarded stores). They pay where each SM holds at most one of the
 # 16-token chains (two a sequence and head: 64 value rows each) and sequences are long: H32

@@ -19,8 +19,8 @@ import itertools
 from dataclasses import asdict, dataclass
 from typing import Union
 
-from .configs import (PAIRWISE_CHUNKS, SHORT_FIXED_RLIMIT, SPP_RLIMIT, SPPS, TWO_CONSUMER_RLIMIT, DecodeConfig, K1Config,
-                      K2Config, OrderConfig, ScanConfig, split_pass)
+from .configs import (PAIRWISE_CHUNKS, SCAN_PARTS, SHORT_FIXED_RLIMIT, SPP_RLIMIT, SPPS, TWO_CONSUMER_RLIMIT,
+                      DecodeConfig, K1Config, K2Config, OrderConfig, ScanConfig, split_pass)
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
@@ -164,8 +164,9 @@ def _released() -> tuple[Build, ...]:
     # passes A and C: configs.split_pass (SPLIT_CHUNK tokens a chunk, SPLIT_CONSUMERS)
     builds.append(Build("k2_map", split_pass("map")))
     builds.append(Build("k2_seg", split_pass("seg")))
-    for h0, out_final in itertools.product((None, "float32", "bfloat16"), (False, True)):
-        builds.append(Build("k2_scan", ScanConfig(varlen=True, initial_state=h0, final_state=out_final)))
+    # the scan in one part or SCAN_PARTS (configs.scan_parts picks)
+    for parts, h0, out_final in itertools.product((1, SCAN_PARTS), (None, "float32", "bfloat16"), (False, True)):
+        builds.append(Build("k2_scan", ScanConfig(varlen=True, initial_state=h0, final_state=out_final, parts=parts)))
     # kda_decode: with a token axis S (1..8 tokens) is a shape variable; without one the token
     # inputs are [N, ...], the common one-token call, which then needs no views on the host.
     for state_dtype, fast_math, token_axis in itertools.product(("float32", "bfloat16"), (False, True),

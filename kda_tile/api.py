@@ -29,7 +29,7 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
     configs.SPP_LONGEST_FIRST: (K1, the order, K2 one sequence a program through it); spp
     configs.TWO_CONSUMERS: K2 with two consumer warpgroups a program), or with `split`
     (K1, pass A, scan, pass C): the sequence split (configs.SPLIT_CHUNK-token chunks), where the
-    scan reads the initial state and writes the final state. spp SHORT_FORM or PAIRWISE_FORM: (the
+    scan (in `spp` parts: configs.scan_parts) reads the initial state and writes the final state. spp SHORT_FORM or PAIRWISE_FORM: (the
     short form over one or configs.PAIRWISE_CHUNKS chunks,) alone, for any fast_math (no initial
     state)."""
     if spp in (SHORT_FORM, PAIRWISE_FORM):
@@ -39,7 +39,7 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
     if split:
         return (k1, registry.find("k2_map", varlen=varlen),
                 registry.find("k2_scan", varlen=varlen, initial_state=initial_state_dtype,
-                              final_state=output_final_state),
+                              final_state=output_final_state, parts=spp),
                 registry.find("k2_seg", varlen=varlen))
     if spp == _configs.SPP_LONGEST_FIRST:
         return (k1, registry.find("k2_order"),
@@ -211,6 +211,16 @@ def use_split(q, v, cu_seqlens) -> bool:
 
 # (N, T, HV) -> use_split's answer
 _SPLIT: dict = {}
+
+
+def scan_parts_for(q, v, cu_seqlens) -> int:
+    """The parts of a split call's scan (ScanConfig.parts): configs.scan_parts from the shapes
+    alone. Malformed arguments give 1."""
+    return _by_shape(q, v, cu_seqlens, _SCANP, _configs.scan_parts, 1)
+
+
+# (N, T, HV) -> scan_parts_for's answer
+_SCANP: dict = {}
 # the fewest tokens (per sequence, so in q.shape[1] too) a split call has: its average sequence
 # has SPLIT_MIN_G segments of SPLIT_MIN_CHUNKS chunks or more
 _SPLIT_MIN_TOKENS = (_configs.SPLIT_MIN_G * _configs.SPLIT_MIN_CHUNKS - 1) * 16 + 1
@@ -374,7 +384,8 @@ def _renamed_outputs(e):
 
 
 def _plan(q, v, cu_seqlens):
-    """(split, chunk, spp) of a call: use_split, then the split's chunk or chunk_for, and for an
+    """(split, chunk, spp) of a call: use_split, then the split's chunk and its scan's parts
+    (scan_parts_for) or chunk_for, and for an
     unsplit 16-token call spp_for, for a 32-token one configs.TWO_CONSUMERS where
     configs.use_two_consumers says so (else 1). Calls too short for the split and 32-token rules skip those
     two (a fixed batch of many short rows still groups its sequences)."""
@@ -384,7 +395,7 @@ def _plan(q, v, cu_seqlens):
     except (AttributeError, IndexError, TypeError):
         pass
     if use_split(q, v, cu_seqlens):
-        return True, _configs.SPLIT_CHUNK, 1
+        return True, _configs.SPLIT_CHUNK, scan_parts_for(q, v, cu_seqlens)
     chunk = chunk_for(q, v, cu_seqlens)
     if chunk == 16:
         return False, 16, spp_for(q, v, cu_seqlens)

@@ -84,7 +84,7 @@ def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False, sp
     pairwise form's configs.PAIRWISE_CHUNKS: kda_tile.api.takes_short)."""
     import kda_tile
     from kda_kernels.reference import rel_err
-    from kda_tile.api import spp_for, takes_short, use_split
+    from kda_tile.api import scan_parts_for, spp_for, takes_short, use_split
     if short is not None:
         assert takes_short(inp["q"], cu, None, max_seqlen) == short, (case, short)
     if split is not None:
@@ -115,6 +115,7 @@ def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False, sp
         RESULTS.append(dict(case=case, mode=MODE_IDS[mi], fast_math=fast_math, err_o=e_o, err_ht=e_h,
                             unwritten_or_nan=nan, seconds=round(wall, 4),
                             split=use_split(inp["q"], inp["v"], cu), spp=spp_for(inp["q"], inp["v"], cu),
+                            scan_parts=scan_parts_for(inp["q"], inp["v"], cu),
                             short=takes_short(inp["q"], cu, s0, max_seqlen)))
         if nan or not e_o <= TOL or (e_h is not None and not e_h <= TOL):
             failures.append(f"{case} {MODE_IDS[mi]}: err_o={e_o:.3e} err_ht={e_h} nan={nan}")

@@ -172,3 +172,60 @@ def test_split_entry_skip_bits_cover_its_passes():
     src = gen_cpp.generate(hc.entry_spec(*_split_builds("float32", True)))
     assert "const int skip = ((flags & 256) ? 1 : 0) | ((flags & 512) ? 14 : 0);" in src
     assert "(flags >> 8)" not in src
+
+
+def test_scan_parts_rule_reaches_the_scan():
+    """configs.scan_parts: SCAN_PARTS where the scan's programs (16 a sequence and head) fit one
+    wave on 132 SMs, else 1; the API's split plan carries it (in its spp place) to the scan it
+    selects."""
+    from kda_kernels.configs import SCAN_PARTS, scan_parts
+    from kda_tile import api
+    assert SCAN_PARTS > 1
+    assert scan_parts(1, 65536, 8) == scan_parts(1, 1 << 20, 1) == scan_parts(2, 32768, 4) == SCAN_PARTS
+    assert scan_parts(1, 65536, 16) == scan_parts(3, 3 << 16, 4) == scan_parts(9, 9 << 16, 1) == 1
+    for HV, parts in ((8, SCAN_PARTS), (16, 1)):
+        q = torch.empty(1, 65536, HV, 128, dtype=BF, device="meta")
+        for cu in (None, torch.empty(2, dtype=torch.int64, device="meta")):
+            assert api._plan(q, q, cu) == (True, SPLIT_CHUNK, parts)
+        scan = api.select_builds(varlen=True, fast_math=False, initial_state_dtype=None, output_final_state=True,
+                                 split=True, chunk=SPLIT_CHUNK, spp=parts)[2]
+        assert scan.stage == "k2_scan" and scan.config.parts == parts and scan.config.final_state
+        assert scan.config.threads == 128 * parts
+    assert api.scan_parts_for("not a tensor", None, None) == 1
+
+
+def test_parts_scan_needs_each_of_its_barriers():
+    """The released scan in parts (ScanConfig.parts) has three block barriers, all written in
+    k2_scan.py (after the start rows, after the partial sums, after the new rows). verify proves
+    its barriers, and with any one of them dropped barriers.race fails: the start rows, red_s
+    across the parts, and the next segment's reads of the rows each thread rewrites."""
+    import dataclasses
+
+    from kda_kernels.configs import SCAN_PARTS
+    from verify import mutate
+    from verify.jobs import _registry_job
+    from verify.lowering import lower
+    from verify.report import PROVED, KernelReport
+    from verify.runner import verify_lowered
+    from verify.tir import op_name, tirx
+    from tvm.tirx.stmt_functor import post_order_visit   # (tvm is TileLang's: after verify.tir)
+    b = registry.find("k2_scan", varlen=True, initial_state="float32", final_state=True, parts=SCAN_PARTS)
+    low = lower(b.prim_func(), registry.pass_configs(b), b.name)
+    job = dataclasses.replace(_registry_job(b.name), only=("barriers",))
+    syncs = []
+    post_order_visit(low.device_func.body, lambda n: syncs.append(n) if isinstance(n, tirx.Call)
+                     and op_name(n) == "tirx.tvm_storage_sync" else None)
+    assert len(syncs) == 3
+
+    def run(fn=None):
+        lw = low
+        if fn is not None:
+            dev = fn(low.device_func)
+            lw = dataclasses.replace(low, device_func=dev, device_script=dev.script())
+        return {c.name: c.status for c in verify_lowered(lw, job, KernelReport(name=b.name)).checks}
+
+    clean = run()
+    assert clean and all(s == PROVED for s in clean.values()), clean
+    for i in range(3):
+        got = run(lambda f, i=i: mutate.drop_call(f, "tirx.tvm_storage_sync", nth=i))
+        assert got["barriers.race"] != PROVED, (i, got)
