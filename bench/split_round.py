@@ -54,14 +54,19 @@ def k2(nw=1, lean=None, **kw):
 SCAN_BRS = [int(x) for x in os.environ.get("SPLIT_SCAN_BR", str(ScanConfig().block_rows)).split(",")]
 # ScanConfig.prefetch to measure (SPLIT_SCAN_PF, comma-separated 0/1: each is checked and timed)
 SCAN_PFS = [bool(int(x)) for x in os.environ.get("SPLIT_SCAN_PF", "0").split(",")]
-# ScanConfig.parts to measure (SPLIT_SCAN_PARTS, comma-separated; the released value by default;
-# parts > 1 with prefetch is not a form and is skipped)
-SCAN_PARTS = [int(x) for x in os.environ.get("SPLIT_SCAN_PARTS", str(ScanConfig().parts)).split(",")]
+# ScanConfig.parts to measure (SPLIT_SCAN_PARTS, comma-separated, "4ma" for parts 4 with m_async;
+# the released value by default; parts > 1 with prefetch is not a form and is skipped)
+SCAN_PARTS = [x for x in os.environ.get("SPLIT_SCAN_PARTS", str(ScanConfig().parts)).split(",")]
+
+
+def scan_form(spec):
+    """ScanConfig fields of a SPLIT_SCAN_PARTS entry."""
+    return dict(parts=int(spec.rstrip("ma")), m_async=spec.endswith("ma"))
 # every (consumers, scan prefetch, scan rows, lean pass A, scan parts) measured
-VARIANTS = [v for v in itertools.product(NWS, SCAN_PFS, SCAN_BRS, LEANS, SCAN_PARTS) if not (v[1] and v[4] > 1)]
+VARIANTS = [v for v in itertools.product(NWS, SCAN_PFS, SCAN_BRS, LEANS, SCAN_PARTS) if not (v[1] and v[4] != "1")]
 
 
-def split_calls(d, ws, L, h0=None, final=True, nw=1, pf=False, br=SCAN_BRS[0], lean=None, parts=1):
+def split_calls(d, ws, L, h0=None, final=True, nw=1, pf=False, br=SCAN_BRS[0], lean=None, parts="1"):
     """(pass A, scan, pass C) as closures for segments of L chunks, and the outputs o, ht
     (NaN-poisoned)."""
     N = d["cu"].numel() - 1
@@ -76,7 +81,7 @@ def split_calls(d, ws, L, h0=None, final=True, nw=1, pf=False, br=SCAN_BRS[0], l
     ht = torch.full((N, HV, 128, 128), float("nan"), device="cuda", dtype=h0.dtype if h0 is not None else torch.float32)
     ka = compiled(k2(nw, lean, mode="map"))
     ks = compiled(ScanConfig(varlen=True, initial_state=hdt, final_state=final, block_rows=br, prefetch=pf,
-                             parts=parts))
+                             **scan_form(parts)))
     kc = compiled(k2(nw, mode="seg"))
     wa = [ws["Wk"], ws["kr"], ws["Ab"], d["v"], ws["gC"]]
     wc = [ws["Wk"], ws["qd"], ws["kr"], ws["Ab"], d["v"], ws["Mqk"], ws["gC"]]
@@ -133,7 +138,7 @@ def main():
     from triton.testing import do_bench
     Gs = [int(x) for x in sys.argv[1:]] or [4, 8, 16, 32]
     k1_round.prewarm([k1_round.k1_config(K1_SPEC, True)] + [k2(nw, lean, mode=m) for m in ("map", "seg") for nw in NWS for lean in LEANS]
-                     + [ScanConfig(varlen=True, initial_state=h, final_state=True, block_rows=br, prefetch=pf, parts=p)
+                     + [ScanConfig(varlen=True, initial_state=h, final_state=True, block_rows=br, prefetch=pf, **scan_form(p))
                         for h in ("float32", "bfloat16") for _, pf, br, _, p in VARIANTS]
                      + [k2(initial_state="float32", final_state=True)])
     rows = correctness() if os.environ.get("SPLIT_CHECK", "1") == "1" else []
@@ -172,10 +177,10 @@ def main():
             table.append(r)
             print(json.dumps(r), flush=True)
         del ws, d
-    print(f"{'shape':14s} {'nw':>2s} {'pf':>2s} {'br':>2s} {'sp':>2s} {'ln':>2s} {'G':>4s} {'K1':>7s} {'K2':>7s} {'A':>7s} {'scan':>7s} {'C':>7s} "
+    print(f"{'shape':14s} {'nw':>2s} {'pf':>2s} {'br':>2s} {'sp':>4s} {'ln':>2s} {'G':>4s} {'K1':>7s} {'K2':>7s} {'A':>7s} {'scan':>7s} {'C':>7s} "
           f"{'A+s+C':>7s} {'total':>7s} {'diff':>8s}")
     for r in table:
-        print(f"{r['shape']:14s} {r['nw']:2d} {int(r['scan_pf']):2d} {r['scan_br']:2d} {r['scan_p']:2d} {int(r['lean']):2d} {r['G']:4d} {r['K1']:7.3f} {r['K2']:7.3f} "
+        print(f"{r['shape']:14s} {r['nw']:2d} {int(r['scan_pf']):2d} {r['scan_br']:2d} {r['scan_p']:>4s} {int(r['lean']):2d} {r['G']:4d} {r['K1']:7.3f} {r['K2']:7.3f} "
               f"{r['A']:7.3f} {r['scan']:7.3f} "
               f"{r['C']:7.3f} {r['split']:7.3f} {r['K1'] + r['split']:7.3f} {r['vs_full']:8.1e}")
     print(f"correctness ({CH}-token chunks): {len(rows)} runs, worst {worst:.2e}")

@@ -598,6 +598,9 @@ class ScanConfig(StateIO):
     # warpgroup (threads = parts x K), added to B_g in shared memory: a chain of K / parts
     # dependent FMAs a row instead of K, on parts times the warps (session 40).
     parts: int = 1
+    # parts > 1: each thread's terms of M_{g+1} copied (cp.async, 4 bytes each) into a second
+    # shared-memory slot while segment g's products run, so that no segment waits on L2 for M
+    m_async: bool = False
 
     @property
     def threads(self) -> int:
@@ -608,7 +611,7 @@ class ScanConfig(StateIO):
     def name(self) -> str:
         return ("k2_scan_" + ("varlen" if self.varlen else "fixed") + ("_pf" if self.prefetch else "")
                 + (f"_br{self.block_rows}" if self.block_rows != 8 else "")
-                + (f"_p{self.parts}" if self.parts != 1 else "")
+                + (f"_p{self.parts}" if self.parts != 1 else "") + ("_ma" if self.m_async else "")
                 + f"_{self.state_tag}")
 
     def pass_configs(self) -> dict:

@@ -29,6 +29,7 @@ def build_scan(cfg: ScanConfig):
     K, V, BR = cfg.head_dim, cfg.value_dim, cfg.block_rows
     assert cfg.threads == K * cfg.parts and V % BR == 0
     assert cfg.parts == 1 or not cfg.prefetch, f"{cfg.name}: parts and prefetch are separate forms"
+    assert cfg.parts > 1 or not cfg.m_async, f"{cfg.name}: m_async is the parts form's"
     f32 = "float32"
 
     B = T.dynamic("B")
@@ -118,6 +119,14 @@ def _parts_body(cfg, NS, HV, G, ht_dtype):
     f32 = "float32"
 
     @T.macro
+    def m_copies(maps, M_s, n, g, hv, p, e, slot):
+        """Thread (p, e)'s KP terms of M_g into M_s[slot], one commit group."""
+        for dd in T.unroll(KP):
+            T.ptx_cp_async(T.access_ptr(M_s[slot, p * KP + dd, e], "w", 1),
+                           T.access_ptr(maps[n, g, hv, V + p * KP + dd, e], "r", 1), 1)
+        T.ptx_commit_group()
+
+    @T.macro
     def _body(maps, h0, starts, ht):
         with T.Kernel(NS, HV, V // BR, threads=cfg.threads) as (n, hv, rb):
             r0 = rb * BR
@@ -127,6 +136,10 @@ def _parts_body(cfg, NS, HV, G, ht_dtype):
             tx = T.get_thread_binding()
             p = tx // K
             e = tx % K
+            if cfg.m_async:
+                # slot g % 2 holds segment g's terms; each thread reads only what it copied
+                M_s = T.alloc_shared((2, K, K), f32)
+                m_copies(maps, M_s, n, 0, hv, p, e, 0)
             for i in T.unroll(RP):
                 if cfg.initial_state is not None:
                     S_s[p * RP + i, e] = T.Cast(f32, h0[n, hv, r0 + p * RP + i, e])
@@ -134,10 +147,17 @@ def _parts_body(cfg, NS, HV, G, ht_dtype):
                     S_s[p * RP + i, e] = T.float32(0)
             T.sync_threads()
             for g in T.serial(G):
+                if cfg.m_async:
+                    # segment g + 1's (the last segment's again at the end) in flight behind g's
+                    m_copies(maps, M_s, n, T.min(g + 1, G - 1), hv, p, e, (g + 1) % 2)
+                    T.ptx_wait_group(1)
                 for j in T.unroll(BR):
                     acc[j] = T.float32(0)
                 for dd in T.unroll(KP):
-                    m = maps[n, g, hv, V + p * KP + dd, e]
+                    if cfg.m_async:
+                        m = M_s[g % 2, p * KP + dd, e]
+                    else:
+                        m = maps[n, g, hv, V + p * KP + dd, e]
                     for j in T.unroll(BR):
                         acc[j] = acc[j] + S_s[j, p * KP + dd] * m
                 for j in T.unroll(BR):

@@ -229,3 +229,35 @@ def test_parts_scan_needs_each_of_its_barriers():
     for i in range(3):
         got = run(lambda f, i=i: mutate.drop_call(f, "tirx.tvm_storage_sync", nth=i))
         assert got["barriers.race"] != PROVED, (i, got)
+
+
+def test_async_scan_proves_and_its_copy_width_is_checked():
+    """ScanConfig.m_async (the parts scan with M_{g+1} copied by cp.async behind segment g): verify
+    proves it, and with each copy 4 elements wide (16 bytes from 4-byte aligned addresses: the
+    slip session 40's first version made) it fails bounds, alignment and the race between
+    neighbouring threads' copies."""
+    import dataclasses
+
+    from kda_kernels.configs import ScanConfig
+    from verify import mutate
+    from verify.jobs import build_job
+    from verify.lowering import lower
+    from verify.report import PROVED, KernelReport
+    from verify.runner import verify_lowered
+    b = registry.Build("k2_scan", ScanConfig(varlen=True, initial_state="float32", final_state=True, parts=4,
+                                             m_async=True))
+    job = build_job(b)
+    low = lower(b.prim_func(), registry.pass_configs(b), b.name)
+
+    def run(fn=None):
+        lw = low
+        if fn is not None:
+            dev = fn(low.device_func)
+            lw = dataclasses.replace(low, device_func=dev, device_script=dev.script())
+        return {c.name: c.status for c in verify_lowered(lw, job, KernelReport(name=b.name)).checks}
+
+    clean = run()
+    assert clean and all(s == PROVED for s in clean.values()), clean
+    wide = run(lambda f: mutate.rewrite_call(f, "tl.ptx_cp_async", lambda c: mutate.with_arg(c, 2, 4), nth=1))
+    failed = {k for k, s in wide.items() if s != PROVED}
+    assert {"bounds.global", "bounds.shared", "layout.alignment", "barriers.race"} <= failed, wide
