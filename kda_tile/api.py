@@ -29,9 +29,9 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
     configs.SPP_LONGEST_FIRST: (K1, the order, K2 one sequence a program through it); spp
     configs.TWO_CONSUMERS: K2 with two consumer warpgroups a program), or with `split`
     (K1, pass A, scan, pass C): the sequence split (configs.SPLIT_CHUNK-token chunks), where the
-    scan (in `spp` parts: configs.scan_parts) reads the initial state and writes the final state. spp SHORT_FORM or PAIRWISE_FORM: (the
-    short form over one or configs.PAIRWISE_CHUNKS chunks,) alone, for any fast_math (no initial
-    state)."""
+    scan (in `spp` parts: configs.scan_parts) reads the initial state and writes the final state.
+    spp SHORT_FORM or PAIRWISE_FORM: (the short form over one or configs.PAIRWISE_CHUNKS chunks,)
+    alone, for any fast_math (no initial state)."""
     if spp in (SHORT_FORM, PAIRWISE_FORM):
         return (registry.find("k1_short", varlen=varlen, short_ht=output_final_state,
                               short_chunks=1 if spp == SHORT_FORM else _configs.PAIRWISE_CHUNKS),)
