@@ -171,6 +171,9 @@ def _parts_body(cfg, NS, HV, G, ht_dtype):
                         acc[i] = acc[i] + red_s[q, p * RP + i, e]
                     S_s[p * RP + i, e] = acc[i]
                 T.sync_threads()
+            if cfg.m_async:
+                # the last segment's repeated copies land before the program ends
+                T.ptx_wait_group(0)
             if cfg.final_state:
                 for i in T.unroll(RP):
                     ht[n, hv, r0 + p * RP + i, e] = T.Cast(ht_dtype, S_s[p * RP + i, e])
