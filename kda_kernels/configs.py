@@ -598,8 +598,8 @@ class ScanConfig(StateIO):
     # warpgroup (threads = parts x K), added to B_g in shared memory: a chain of K / parts
     # dependent FMAs a row instead of K, on parts times the warps (session 40).
     parts: int = 1
-    # parts > 1: each thread's terms of M_{g+1} copied (cp.async, 4 bytes each) into a second
-    # shared-memory slot while segment g's products run, so that no segment waits on L2 for M
+    # parts > 1: each thread's terms of M_{g+1} and its rows of B_{g+1} copied (cp.async, 4 bytes
+    # each) into a second shared-memory slot while segment g runs: no segment waits on L2
     m_async: bool = False
 
     @property

@@ -119,11 +119,14 @@ def _parts_body(cfg, NS, HV, G, ht_dtype):
     f32 = "float32"
 
     @T.macro
-    def m_copies(maps, M_s, n, g, hv, p, e, slot):
-        """Thread (p, e)'s KP terms of M_g into M_s[slot], one commit group."""
+    def m_copies(maps, M_s, B_s, n, g, hv, r0, p, e, slot):
+        """Thread (p, e)'s KP terms of M_g and its RP rows of B_g into slot `slot`, one commit group."""
         for dd in T.unroll(KP):
             T.ptx_cp_async(T.access_ptr(M_s[slot, p * KP + dd, e], "w", 1),
                            T.access_ptr(maps[n, g, hv, V + p * KP + dd, e], "r", 1), 1)
+        for i in T.unroll(RP):
+            T.ptx_cp_async(T.access_ptr(B_s[slot, p * RP + i, e], "w", 1),
+                           T.access_ptr(maps[n, g, hv, r0 + p * RP + i, e], "r", 1), 1)
         T.ptx_commit_group()
 
     @T.macro
@@ -139,7 +142,8 @@ def _parts_body(cfg, NS, HV, G, ht_dtype):
             if cfg.m_async:
                 # slot g % 2 holds segment g's terms; each thread reads only what it copied
                 M_s = T.alloc_shared((2, K, K), f32)
-                m_copies(maps, M_s, n, 0, hv, p, e, 0)
+                B_s = T.alloc_shared((2, BR, K), f32)
+                m_copies(maps, M_s, B_s, n, 0, hv, r0, p, e, 0)
             for i in T.unroll(RP):
                 if cfg.initial_state is not None:
                     S_s[p * RP + i, e] = T.Cast(f32, h0[n, hv, r0 + p * RP + i, e])
@@ -148,8 +152,8 @@ def _parts_body(cfg, NS, HV, G, ht_dtype):
             T.sync_threads()
             for g in T.serial(G):
                 if cfg.m_async:
-                    # segment g + 1's (the last segment's again at the end) in flight behind g's
-                    m_copies(maps, M_s, n, T.min(g + 1, G - 1), hv, p, e, (g + 1) % 2)
+                    # segment g + 1's M and B (the last segment's again at the end) in flight behind g's
+                    m_copies(maps, M_s, B_s, n, T.min(g + 1, G - 1), hv, r0, p, e, (g + 1) % 2)
                     T.ptx_wait_group(1)
                 for j in T.unroll(BR):
                     acc[j] = T.float32(0)
@@ -166,7 +170,10 @@ def _parts_body(cfg, NS, HV, G, ht_dtype):
                     starts[n, g, hv, r0 + p * RP + i, e] = S_s[p * RP + i, e]
                 T.sync_threads()
                 for i in T.unroll(RP):
-                    acc[i] = maps[n, g, hv, r0 + p * RP + i, e]
+                    if cfg.m_async:
+                        acc[i] = B_s[g % 2, p * RP + i, e]
+                    else:
+                        acc[i] = maps[n, g, hv, r0 + p * RP + i, e]
                     for q in T.unroll(P):
                         acc[i] = acc[i] + red_s[q, p * RP + i, e]
                     S_s[p * RP + i, e] = acc[i]
