@@ -258,6 +258,8 @@ def test_async_scan_proves_and_its_copy_width_is_checked():
 
     clean = run()
     assert clean and all(s == PROVED for s in clean.values()), clean
-    wide = run(lambda f: mutate.rewrite_call(f, "tl.ptx_cp_async", lambda c: mutate.with_arg(c, 2, 4), nth=1))
+    # the third copy call is the segment loop's copy of M (after the prologue's M and B copies)
+    assert "M_s" in low.device_script.split("for g in")[1].split("T.ptx_cp_async(")[1].split(",")[1]
+    wide = run(lambda f: mutate.rewrite_call(f, "tl.ptx_cp_async", lambda c: mutate.with_arg(c, 2, 4), nth=2))
     failed = {k for k, s in wide.items() if s != PROVED}
     assert {"bounds.global", "bounds.shared", "layout.alignment", "barriers.race"} <= failed, wide
