@@ -232,8 +232,8 @@ def test_parts_scan_needs_each_of_its_barriers():
 
 
 def test_async_scan_proves_and_its_copy_width_is_checked():
-    """ScanConfig.m_async (the parts scan with M_{g+1} copied by cp.async behind segment g): verify
-    proves it, and with each copy 4 elements wide (16 bytes from 4-byte aligned addresses: the
+    """ScanConfig.m_async (the parts scan with M_{g+1} and B_{g+1} copied by cp.async behind
+    segment g; not released: slower than the plain four parts in round 40b): verify proves it, and with each copy 4 elements wide (16 bytes from 4-byte aligned addresses: the
     slip session 40's first version made) it fails bounds, alignment and the race between
     neighbouring threads' copies."""
     import dataclasses
