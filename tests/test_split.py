@@ -194,6 +194,27 @@ def test_scan_parts_rule_reaches_the_scan():
     assert api.scan_parts_for("not a tensor", None, None) == 1
 
 
+def _scan_checks(b, job=None):
+    """(lowered IR of scan build b, run(mutation=None) -> {check: status} from verify on it, or on
+    the mutated device function); job: the registry's, or verify's job for an unreleased build."""
+    import dataclasses
+
+    from verify.jobs import build_job
+    from verify.lowering import lower
+    from verify.report import KernelReport
+    from verify.runner import verify_lowered
+    job = job or build_job(b)
+    low = lower(b.prim_func(), registry.pass_configs(b), b.name)
+
+    def run(fn=None):
+        lw = low
+        if fn is not None:
+            dev = fn(low.device_func)
+            lw = dataclasses.replace(low, device_func=dev, device_script=dev.script())
+        return {c.name: c.status for c in verify_lowered(lw, job, KernelReport(name=b.name)).checks}
+    return low, run
+
+
 def test_parts_scan_needs_each_of_its_barriers():
     """The released scan in parts (ScanConfig.parts) has three block barriers, all written in
     k2_scan.py (after the start rows, after the partial sums, after the new rows). verify proves
@@ -204,26 +225,15 @@ def test_parts_scan_needs_each_of_its_barriers():
     from kda_kernels.configs import SCAN_PARTS
     from verify import mutate
     from verify.jobs import _registry_job
-    from verify.lowering import lower
-    from verify.report import PROVED, KernelReport
-    from verify.runner import verify_lowered
+    from verify.report import PROVED
     from verify.tir import op_name, tirx
     from tvm.tirx.stmt_functor import post_order_visit   # (tvm is TileLang's: after verify.tir)
     b = registry.find("k2_scan", varlen=True, initial_state="float32", final_state=True, parts=SCAN_PARTS)
-    low = lower(b.prim_func(), registry.pass_configs(b), b.name)
-    job = dataclasses.replace(_registry_job(b.name), only=("barriers",))
+    low, run = _scan_checks(b, dataclasses.replace(_registry_job(b.name), only=("barriers",)))
     syncs = []
     post_order_visit(low.device_func.body, lambda n: syncs.append(n) if isinstance(n, tirx.Call)
                      and op_name(n) == "tirx.tvm_storage_sync" else None)
     assert len(syncs) == 3
-
-    def run(fn=None):
-        lw = low
-        if fn is not None:
-            dev = fn(low.device_func)
-            lw = dataclasses.replace(low, device_func=dev, device_script=dev.script())
-        return {c.name: c.status for c in verify_lowered(lw, job, KernelReport(name=b.name)).checks}
-
     clean = run()
     assert clean and all(s == PROVED for s in clean.values()), clean
     for i in range(3):
@@ -233,29 +243,15 @@ def test_parts_scan_needs_each_of_its_barriers():
 
 def test_async_scan_proves_and_its_copy_width_is_checked():
     """ScanConfig.m_async (the parts scan with M_{g+1} and B_{g+1} copied by cp.async behind
-    segment g; not released: slower than the plain four parts in round 40b): verify proves it, and with each copy 4 elements wide (16 bytes from 4-byte aligned addresses: the
-    slip session 40's first version made) it fails bounds, alignment and the race between
-    neighbouring threads' copies."""
-    import dataclasses
-
+    segment g; not released: slower than the plain four parts in round 40b): verify proves it,
+    and with each copy 4 elements wide (16 bytes from 4-byte aligned addresses: the slip session
+    40's first version made) it fails bounds, alignment and the race between neighbouring
+    threads' copies."""
     from kda_kernels.configs import ScanConfig
     from verify import mutate
-    from verify.jobs import build_job
-    from verify.lowering import lower
-    from verify.report import PROVED, KernelReport
-    from verify.runner import verify_lowered
-    b = registry.Build("k2_scan", ScanConfig(varlen=True, initial_state="float32", final_state=True, parts=4,
-                                             m_async=True))
-    job = build_job(b)
-    low = lower(b.prim_func(), registry.pass_configs(b), b.name)
-
-    def run(fn=None):
-        lw = low
-        if fn is not None:
-            dev = fn(low.device_func)
-            lw = dataclasses.replace(low, device_func=dev, device_script=dev.script())
-        return {c.name: c.status for c in verify_lowered(lw, job, KernelReport(name=b.name)).checks}
-
+    from verify.report import PROVED
+    low, run = _scan_checks(registry.Build("k2_scan", ScanConfig(varlen=True, initial_state="float32",
+                                                                 final_state=True, parts=4, m_async=True)))
     clean = run()
     assert clean and all(s == PROVED for s in clean.values()), clean
     # the third copy call is the segment loop's copy of M (after the prologue's M and B copies)
