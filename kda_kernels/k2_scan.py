@@ -18,7 +18,8 @@ d in [p K / P, (p + 1) K / P) of every row into red[p, j, e], and after a barrie
     S_{g+1}[j, e] = B_g[j, e] + red[0, j, e] + ... + red[P - 1, j, e]
 
 so a row's chain is K / P dependent FMAs, not K (the scan is latency-bound: ~3.7 us a segment
-with one program of four warps an SM; bench/NOTES.md, sessions 20-21 and 40).
+with one program of four warps an SM, ~2.6 us with four parts; bench/NOTES.md, sessions 20-21
+and 40). `m_async` (not released: slower) copies M_{g+1} and B_{g+1} by cp.async behind segment g.
 """
 import tilelang.language as T
 
