@@ -287,6 +287,14 @@ def build_k1(cfg: K1Config):
             for e in T.vectorized(2):
                 gC[hv, bc, d2 * 2 + e] = e1[e] * e2[e]
 
+    def column_cell(tx, quads):
+        """Thread tx's cell in the pairwise column pass, (row group, channel group): its rows
+        group * KLR .. + KLR - 1 of channels group * KLC .. + KLC - 1. Channel pairs: (tx // 64,
+        tx % 64) over HR rows; quads: lane l of warp w -> (l // 8, 8 w + l % 8) over C / 4 rows."""
+        if quads:
+            return tx % 32 // 8, (tx // 32) * 8 + tx % 32 % 8
+        return tx // (K // 2), tx % (K // 2)
+
     @T.macro
     def column_row_stores(kq_s, ki_s, kq2_s, krs_s, krl, kn, qn, ep, ki, gcl, jc, r, i, c0, W):
         """The pairwise column passes' stores of row r (the thread's row i) over its W channels from
@@ -318,8 +326,7 @@ def build_k1(cfg: K1Config):
         the first half's total T1 (exchanged through tot_s), so that G runs from the chunk's start
         as in the one-thread pass. kq_s holds k over q (KO, QO) and kq2_s kd over qd (DQO).
         krl (last_kr_regs): the thread's kr of the rows past krs's (the last chunk's), else zero."""
-        hf = tx // (K // 2)
-        d2 = tx % (K // 2)
+        hf, d2 = column_cell(tx, False)
         gcol = T.alloc_local((HR, 2), accum)
         kraw = T.alloc_local((HR, 2), cfg.in_dtype)
         qraw = T.alloc_local((HR, 2), cfg.in_dtype)
@@ -374,8 +381,7 @@ def build_k1(cfg: K1Config):
         chunk's total by shuffles. Shared loads and stores move 8 bytes, not 4."""
         QR = C // 4
         lane = tx % 32
-        hq = lane // 8
-        d4 = (tx // 32) * 8 + lane % 8
+        hq, d4 = column_cell(tx, True)
         gcol = T.alloc_local((QR, 4), accum)
         graw = T.alloc_local((QR, 4), cfg.in_dtype)
         kraw = T.alloc_local((QR, 4), cfg.in_dtype)
@@ -1206,14 +1212,10 @@ def build_k1(cfg: K1Config):
                 if lkr:
                     # the last chunk's kr rows from registers into kdh_s (free after its P, Q
                     # product), beside its U in v_s
-                    if cfg.col_quads:
-                        for i in T.unroll(KLR):
-                            for e in T.vectorized(4):
-                                kdh_s[tx % 32 // 8 * KLR + i, ((tx // 32) * 8 + tx % 8) * 4 + e] = krl[i, e]
-                    else:
-                        for i in T.unroll(HR):
-                            for e in T.vectorized(2):
-                                kdh_s[tx // (K // 2) * HR + i, tx % (K // 2) * 2 + e] = krl[i, e]
+                    rg, cg = column_cell(tx, cfg.col_quads)
+                    for i in T.unroll(KLR):
+                        for e in T.vectorized(KLC):
+                            kdh_s[rg * KLR + i, cg * KLC + e] = krl[i, e]
                 if lean and short_ht:
                     # the final state's kr rows: the chunks before the last decay over it (the
                     # barrier orders the rows' zero fill before these reads where an empty
