@@ -67,7 +67,8 @@ SCAN_PARTS_MAX_PROGRAMS = 132
 
 def scan_parts(N: int, T: int, HV: int) -> int:
     """ScanConfig.parts of the split's scan for N packed sequences and HV value heads."""
-    return SCAN_PARTS if N * HV * (128 // ScanConfig.block_rows) <= SCAN_PARTS_MAX_PROGRAMS else 1
+    programs = N * HV * (ScanConfig.value_dim // ScanConfig.block_rows)
+    return SCAN_PARTS if programs <= SCAN_PARTS_MAX_PROGRAMS else 1
 
 
 # 32-token chunks (session 18): the chain takes half the steps, K1 costs ~19% more per token

@@ -385,10 +385,10 @@ def _renamed_outputs(e):
 
 def _plan(q, v, cu_seqlens):
     """(split, chunk, spp) of a call: use_split, then the split's chunk and its scan's parts
-    (scan_parts_for) or chunk_for, and for an
-    unsplit 16-token call spp_for, for a 32-token one configs.TWO_CONSUMERS where
-    configs.use_two_consumers says so (else 1). Calls too short for the split and 32-token rules skip those
-    two (a fixed batch of many short rows still groups its sequences)."""
+    (scan_parts_for) or chunk_for, and for an unsplit 16-token call spp_for, for a 32-token one
+    configs.TWO_CONSUMERS where configs.use_two_consumers says so (else 1). Calls too short for
+    the split and 32-token rules skip those two (a fixed batch of many short rows still groups
+    its sequences)."""
     try:
         if q.shape[1] < _RULES_MIN_TOKENS and FORCE_SPLIT is None and FORCE_CHUNK is None:
             return False, 16, spp_for(q, v, cu_seqlens)

@@ -115,7 +115,8 @@ def _run_modes(case, inp, cu, modes=range(len(STATE_MODES)), fast_math=False, sp
         RESULTS.append(dict(case=case, mode=MODE_IDS[mi], fast_math=fast_math, err_o=e_o, err_ht=e_h,
                             unwritten_or_nan=nan, seconds=round(wall, 4),
                             split=use_split(inp["q"], inp["v"], cu), spp=spp_for(inp["q"], inp["v"], cu),
-                            scan_parts=scan_parts_for(inp["q"], inp["v"], cu),
+                            scan_parts=scan_parts_for(inp["q"], inp["v"], cu) if use_split(inp["q"], inp["v"], cu)
+                            else None,
                             short=takes_short(inp["q"], cu, s0, max_seqlen)))
         if nan or not e_o <= TOL or (e_h is not None and not e_h <= TOL):
             failures.append(f"{case} {MODE_IDS[mi]}: err_o={e_o:.3e} err_ht={e_h} nan={nan}")
