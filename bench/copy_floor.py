@@ -14,7 +14,9 @@ a program a (16-token chunk, head) copies its q, k, g rows (16 x 128 bf16 each, 
 shared memory) into three [H, T, 128] fp16-sized outputs (bf16 here), the first 16 columns of q
 and k into two [H, T, 16] outputs (Ab's and Mqk's bytes), and g's first row as fp32 into
 [H, NC, 128] (gC's). `k1copy32` does the same with 32-token chunks, 128 threads, min_blocks 5
-(the 32-token K1's shape). `torch_copy` is one contiguous copy of the same bytes (half read, half
+(the 32-token K1's shape). `k1copy32 p4` moves the same bytes four chunks a program, two
+slots, chunk c + 2's copies issued once chunk c is stored (4 programs an SM): what a K1 that
+keeps the next chunk's loads in flight could stream at (session 41). `torch_copy` is one contiguous copy of the same bytes (half read, half
 written). `k1` is the released 16-token K1 (bench/k1_round.py's RELEASED) on the same inputs.
 Each kernel's outputs are checked against the inputs first. Medians of triton's do_bench; GB/s
 counts every byte read and written once. One JSON row a shape, a table last.
@@ -79,15 +81,76 @@ def build_copy(C, threads, min_blocks):
     return k1copy
 
 
+def build_copy_pipelined(C, threads, min_blocks, cpb):
+    """k1copy's bytes with `cpb` chunks a program, two slots: chunk c + 2's copies are issued once
+    chunk c's stores have read its slot, so a program keeps a chunk's loads in flight while it
+    stores (the pattern a pipelined K1 would have)."""
+    import tilelang.language as T
+
+    Tn = T.dynamic("T")
+    H = T.dynamic("H")
+    NC = T.dynamic("NC")
+    bf = "bfloat16"
+    LPR = K // 8
+    RPP = threads // LPR
+    NPASS = C // RPP
+
+    @T.macro
+    def issue(q, k, g, q_s, k_s, g_s, bp, h, tx, c, slot):
+        for it in T.unroll(NPASS):
+            r = it * RPP + tx // LPR
+            d8 = tx % LPR
+            t = T.max(T.min((bp * cpb + c) * C + r, Tn - 1), 0)
+            T.ptx_cp_async(T.access_ptr(q_s[slot, r, d8 * 8], "w", 8), T.access_ptr(q[0, t, h, d8 * 8], "r", 8), 8)
+            T.ptx_cp_async(T.access_ptr(k_s[slot, r, d8 * 8], "w", 8), T.access_ptr(k[0, t, h, d8 * 8], "r", 8), 8)
+            T.ptx_cp_async(T.access_ptr(g_s[slot, r, d8 * 8], "w", 8), T.access_ptr(g[0, t, h, d8 * 8], "r", 8), 8)
+
+    @T.prim_func
+    def k1copyp(q: T.Tensor((1, Tn, H, K), bf), k: T.Tensor((1, Tn, H, K), bf), g: T.Tensor((1, Tn, H, K), bf),
+                wk: T.Tensor((H, Tn, K), bf), qd: T.Tensor((H, Tn, K), bf), kr: T.Tensor((H, Tn, K), bf),
+                ab: T.Tensor((H, Tn, C), bf), mqk: T.Tensor((H, Tn, C), bf), gc: T.Tensor((H, NC, K), "float32")):
+        with T.Kernel(T.ceildiv(NC, cpb), H, threads=threads) as (bp, h):
+            T.annotate_min_blocks_per_sm(min_blocks)
+            q_s = T.alloc_shared((2, C, K), bf)
+            k_s = T.alloc_shared((2, C, K), bf)
+            g_s = T.alloc_shared((2, C, K), bf)
+            tx = T.get_thread_binding()
+            issue(q, k, g, q_s, k_s, g_s, bp, h, tx, 0, 0)
+            T.ptx_commit_group()
+            issue(q, k, g, q_s, k_s, g_s, bp, h, tx, 1, 1)
+            T.ptx_commit_group()
+            for c in T.serial(cpb):
+                slot = c % 2
+                t0 = (bp * cpb + c) * C
+                T.ptx_wait_group(1)
+                T.sync_threads()
+                if bp * cpb + c < NC:
+                    for r, e in T.Parallel(C, K):
+                        qd[h, t0 + r, e] = q_s[slot, r, e]
+                        kr[h, t0 + r, e] = k_s[slot, r, e]
+                        wk[h, t0 + r, e] = g_s[slot, r, e]
+                    for r, e in T.Parallel(C, C):
+                        ab[h, t0 + r, e] = q_s[slot, r, e]
+                        mqk[h, t0 + r, e] = k_s[slot, r, e]
+                    for e in T.Parallel(K):
+                        gc[h, bp * cpb + c, e] = T.Cast("float32", g_s[slot, 0, e])
+                T.sync_threads()
+                if c + 2 < cpb:
+                    issue(q, k, g, q_s, k_s, g_s, bp, h, tx, c + 2, slot)
+                T.ptx_commit_group()
+
+    return k1copyp
+
+
 _K = {}
 
 
-def compiled(C, threads, min_blocks):
-    key = (C, threads, min_blocks)
+def compiled(C, threads, min_blocks, cpb=1):
+    key = (C, threads, min_blocks, cpb)
     if key not in _K:
         import tilelang
-        _K[key] = tilelang.compile(build_copy(C, threads, min_blocks), target=TARGET,
-                                   pass_configs={"tl.disable_tma_lower": True})
+        fn = build_copy(C, threads, min_blocks) if cpb == 1 else build_copy_pipelined(C, threads, min_blocks, cpb)
+        _K[key] = tilelang.compile(fn, target=TARGET, pass_configs={"tl.disable_tma_lower": True})
     return _K[key]
 
 
@@ -98,8 +161,8 @@ def bytes_moved(H, T, C):
     return read + write
 
 
-def run_copy(H, T, C, threads, min_blocks, d):
-    kern = compiled(C, threads, min_blocks)
+def run_copy(H, T, C, threads, min_blocks, d, cpb=1):
+    kern = compiled(C, threads, min_blocks, cpb)
     NC = T // C
     dev = "cuda"
     outs = dict(wk=torch.full((H, T, K), float("nan"), device=dev, dtype=torch.bfloat16),
@@ -127,8 +190,9 @@ def main():
     for H, T in shapes:
         d = k1_round.inputs(1, T, H, [T], seed=H * T)
         row = dict(shape=f"H{H} 1x{T}", device=torch.cuda.get_device_name())
-        for label, (C, th, mb) in (("k1copy", (16, 64, 12)), ("k1copy32", (32, 128, 5))):
-            go, ok = run_copy(H, T, C, th, mb, d)
+        for label, (C, th, mb, cpb) in (("k1copy", (16, 64, 12, 1)), ("k1copy32", (32, 128, 5, 1)),
+                                        ("k1copy32 p4", (32, 128, 4, 4))):
+            go, ok = run_copy(H, T, C, th, mb, d, cpb)
             assert ok, (label, H, T)
             ms = do_bench(go, warmup=10, rep=100, return_mode="median")
             row[f"{label} ms"] = round(ms, 4)

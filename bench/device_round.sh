@@ -44,6 +44,9 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round41a # session 41: on an H200 K1's copy floor, rows 9-10 and K1's counters; on an H100 round41b (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round41b # session 41: the four-part scan's split GPU tests through the host entry, split_api (~6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round41c # session 41: the four-part scan at 16 rows a program against 8 (JIT; ~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round40b # session 40: the scan in parts released: build, split GPU tests, split_api; H200: rows 9-10 (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round40a # session 40: the scan in parts (JIT, float64, timed), K1 against its copy floor (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39h # session 39: on an H200 only, issue 13's rows 9-10 with kda_tile and cuDNN (~4 min)
@@ -260,6 +263,30 @@ if [ "$mode" = tests ] || [ "$mode" = smoke ]; then
   JOBS=14 python bench/prewarm.py 2>&1 | grep -E "prewarm" | tee "$OUT/prewarm.log"
 fi
 case "$mode" in
+  round41a)
+    # session 41: on an H200, K1 against its copy floor (round34c's two headline shapes), issue 13's
+    # rows 9-10 (H8 1x65536, GVA) with kda_tile and cuDNN, then K1's counters (round30c); on an H100
+    # round41b instead (~8 min either way)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    if on_h200; then
+      timeout 150 python -u bench/copy_floor.py 96:8192 8:65536 > "$OUT/copy_floor.log" 2>&1
+      grep -E "Error|error" "$OUT/copy_floor.log" | head -3; tail -4 "$OUT/copy_floor.log"
+      BENCH_LIBS=kda_tile,cudnn_fe BENCH_SKIP=8 peer_rows 150
+      bash bench/device_round.sh round30c
+    else
+      bash bench/device_round.sh round41b
+    fi ;;
+  round41b)
+    # session 41: the four-part scan (released in session 40) through the host entry: build, every
+    # split GPU test, split_api --quick (~6 min)
+    split_check 220 ;;
+  round41c)
+    # session 41: the four-part scan with 16 state rows a program (8 programs a head, half of M's
+    # L2 reads a segment) against 8 rows, JIT against float64 (~3 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    SPLIT_CHUNK=32 SPLIT_SCAN_PARTS=4 SPLIT_SCAN_BR=8,16 SPLIT_SHAPES="H8 1x65536,H8 1x262144" \
+      timeout 170 python -u bench/split_round.py 16 > "$OUT/split_scan_br.log" 2>&1
+    grep -E "Error|error" "$OUT/split_scan_br.log" | head -3; tail -6 "$OUT/split_scan_br.log" ;;
   round40b)
     # session 40: the scan in parts with M through cp.async (ScanConfig.m_async, JIT against float64,
     # timed beside 1 and 4 parts), then the scan in parts released (configs.scan_parts): build, every split GPU test through
