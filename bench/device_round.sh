@@ -44,7 +44,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31c # session 31: the two-consumer 32-token K2: build, GPU tests at its shapes, bench/two_consumers.py (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
-#   source .devbundle/activate.sh && bash bench/device_round.sh round41a # session 41: on an H200 K1's copy floor, rows 9-10 and K1's counters; on an H100 round41b (~8 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round41a # session 41: on an H200 K1's copy floor, the ws_chunks K1s, rows 9-10; on an H100 the ws_chunks K1s and round41b (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round41b # session 41: the four-part scan's split GPU tests through the host entry, split_api (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round41c # session 41: the four-part scan at 16 rows a program against 8 (JIT; ~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round40b # session 40: the scan in parts released: build, split GPU tests, split_api; H200: rows 9-10 (~8 min)
@@ -264,18 +264,31 @@ if [ "$mode" = tests ] || [ "$mode" = smoke ]; then
 fi
 case "$mode" in
   round41a)
-    # session 41: on an H200, K1 against its copy floor (round34c's two headline shapes), issue 13's
-    # rows 9-10 (H8 1x65536, GVA) with kda_tile and cuDNN, then K1's counters (round30c); on an H100
-    # round41b instead (~8 min either way)
+    # session 41: on an H200, K1 against its copy floor (round34c's two headline shapes, and the
+    # copy of K1's pattern four chunks a program), the 32-token K1 over 2 and 4 chunk slots a program
+    # with the next chunk's copies early (K1Config.ws_chunks, JIT against float64), issue 13's rows
+    # 9-10 (H8 1x65536, GVA) with kda_tile and cuDNN; on an H100 round41b, then the ws_chunks K1s
+    # (~9 min either way)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     if on_h200; then
       timeout 150 python -u bench/copy_floor.py 96:8192 8:65536 > "$OUT/copy_floor.log" 2>&1
       grep -E "Error|error" "$OUT/copy_floor.log" | head -3; tail -4 "$OUT/copy_floor.log"
+    fi
+    if on_h200; then
+      bash bench/device_round.sh k1ws
       BENCH_LIBS=kda_tile,cudnn_fe BENCH_SKIP=8 peer_rows 150
-      bash bench/device_round.sh round30c
     else
       bash bench/device_round.sh round41b
+      bash bench/device_round.sh k1ws
     fi ;;
+  k1ws)
+    # session 41: K1Config.ws_chunks (fixed 32-token K1, N chunk slots a program) against the
+    # released 32-token K1, JIT, float64 check first, workspaces compared bit for bit (~3 min)
+    R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
+    M4=${R32/1,128,5/1,128,4}
+    K1_SHAPES="H96 1x8192;H8 1x65536" timeout 240 python -u bench/k1_round.py "$R32" "$M4,w=2" "$M4,w=4" \
+      > "$OUT/k1_ws.log" 2>&1
+    grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
   round41b)
     # session 41: the four-part scan (released in session 40) through the host entry: build, every
     # split GPU test, split_api --quick (~6 min)

@@ -314,6 +314,12 @@ class K1Config:
     # chunk j's inverse and products instead of at chunk j + 1's start (round 37a: ~10% of the
     # warps' samples waited there on an H100). No extra shared memory.
     next_early: bool = False
+    # The 32-token workspace K1 of a fixed batch over `ws_chunks` consecutive chunk slots a program
+    # (session 41, JIT only): chunk j + 1's q, k, g copies and beta issued behind chunk j's
+    # [L; Mqk] product, as next_early does in the pairwise form, so that a program keeps loads in
+    # flight through its inverse, products and stores. The last program's slots past NC repeat
+    # its slot NC - 1 (the same values, stored again by the same program).
+    ws_chunks: int = 1
     # The 128-thread pairwise form's column pass over four adjacent channels and four rows a thread
     # (session 38): 8-byte shared loads and stores (half as many as with channel pairs), the four
     # row quarters of a channel in one warp, their gate totals exchanged by shuffles, not tot_s.
@@ -387,6 +393,7 @@ class K1Config:
                 + ("_ir" if self.inv_rows and self.chunk == 2 * CHUNK else "")
                 + ("_ib" if self.inv_blocks else "")
                 + ("_ne" if self.next_early else "")
+                + (f"_w{self.ws_chunks}" if self.ws_chunks > 1 else "")
                 + ("_cq" if self.col_quads else "")
                 + ("_lkr" if self.last_kr_regs else "")
                 + ("_ho" if self.head_once else "")

@@ -85,8 +85,13 @@ def build_k1(cfg: K1Config):
     TPC = cfg.threads // (K // 2) if NSUB == 1 else 1
     HR = C // TPC
     stack = TPC == 2
-    ne = multi and cfg.next_early
     assert not cfg.next_early or multi, f"{cfg.name}: next_early takes the pairwise form"
+    # ws_chunks: the workspace form walks NW slots a program, next chunk's copies early
+    NW = cfg.ws_chunks
+    wsm = NW > 1
+    assert not wsm or (not short and not cfg.varlen and NSUB == 2 and CPB == 1 and cfg.lean_prologue
+                       and cfg.early_loads and u0k2), f"{cfg.name}: ws_chunks takes the fixed 32-token workspace K1"
+    ne = multi and cfg.next_early or wsm
     assert not cfg.col_quads or stack, f"{cfg.name}: col_quads takes the 128-thread pairwise form"
     HB = C // 2                  # K1Config.inv_blocks: the inverse's 8-row blocks
     assert not cfg.inv_blocks or stack, f"{cfg.name}: inv_blocks takes the 128-thread pairwise form"
@@ -629,7 +634,7 @@ def build_k1(cfg: K1Config):
 
     @T.macro
     def _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Ab, Mqk, gC, o, ht):
-        grid = N1 - 1 if short and cfg.varlen else T.ceildiv(NC, CPB)
+        grid = N1 - 1 if short and cfg.varlen else T.ceildiv(NC, NW) if wsm else T.ceildiv(NC, CPB)
         with T.Kernel(grid, HV, threads=cfg.threads) as (bc, hv):
             slot_b = T.alloc_shared((CPB,), "int32")
             slot_t0 = T.alloc_shared((CPB,), "int32")
@@ -770,6 +775,13 @@ def build_k1(cfg: K1Config):
                 b_all = T.alloc_var("int32", init=bc)
                 t0_all = T.alloc_var("int32", init=0)
                 len_all = T.alloc_var("int32", init=T.min(C, Tn))
+            elif fixed_regs and wsm:
+                # a fixed batch, NW chunks a program: the first slot's (b, t0, len) (bc NW < NC)
+                ncs = T.ceildiv(Tn, C)
+                b_all = T.alloc_var("int32", init=bc * NW // ncs)
+                t0_all = T.alloc_var("int32", init=(bc * NW % ncs) * C)
+                len_all = T.alloc_var("int32", init=T.min(C, Tn - (bc * NW % ncs) * C))
+                sl = T.alloc_var("int32", init=bc * NW)
             elif fixed_regs:
                 # a fixed batch, one chunk a program: every thread forms the slot's (b, t0, len)
                 ncs = T.ceildiv(Tn, C)
@@ -819,13 +831,26 @@ def build_k1(cfg: K1Config):
                 ld_b = T.alloc_local((NPASS,), "int32")
                 ld_ok = T.alloc_local((NPASS,), "bool")
                 braw_n = T.alloc_local((1,), cfg.in_dtype)
-                chunk_rows(ld_t, ld_b, ld_ok, seq_start, T.min(C, seq_end - seq_start), b_all, tx)
-                qkg_copies(q, k, g, q_s, k_s, ki_s, ld_t, ld_b, ld_ok, h, hv, tx)
-                beta_row(beta, braw_n, seq_start, T.min(C, seq_end - seq_start), b_all, hv, tx)
-            for jc in (T.serial(n_ch) if multi else [0]):
+                if wsm:
+                    chunk_rows(ld_t, ld_b, ld_ok, t0_all, len_all, b_all, tx)
+                    qkg_copies(q, k, g, q_s, k_s, ki_s, ld_t, ld_b, ld_ok, h, hv, tx)
+                    beta_row(beta, braw_n, t0_all, len_all, b_all, hv, tx)
+                else:
+                    chunk_rows(ld_t, ld_b, ld_ok, seq_start, T.min(C, seq_end - seq_start), b_all, tx)
+                    qkg_copies(q, k, g, q_s, k_s, ki_s, ld_t, ld_b, ld_ok, h, hv, tx)
+                    beta_row(beta, braw_n, seq_start, T.min(C, seq_end - seq_start), b_all, hv, tx)
+            SL = sl if wsm else bc      # the chunk slot the workspace stores go to
+            if wsm:
+                a_h0 = T.alloc_var(accum, init=_math.exp(ah_raw, fast))   # once, not a chunk
+            for jc in (T.serial(n_ch) if multi else T.serial(NW) if wsm else [0]):
                 if multi:
                     t0_all = seq_start + jc * C
                     len_all = T.min(C, seq_end - t0_all)
+                if wsm:
+                    sl = T.min(bc * NW + jc, NC - 1)
+                    b_all = sl // ncs
+                    t0_all = (sl % ncs) * C
+                    len_all = T.min(C, Tn - t0_all)
                 if cfg.head_once and not cfg.lean_prologue:
                     h = T.alloc_var("int32", init=T.min(T.max(head_s[0], 0), H - 1))
                 if not ne:
@@ -864,7 +889,8 @@ def build_k1(cfg: K1Config):
                     # (its gC, which this thread formed for these two channels in gcl_s)
                     decay_krs(krs_s, gcl_s, NDK, (jc - 1) * C, tx)
                 if cfg.early_loads:
-                    a_h0 = T.alloc_var(accum, init=_math.exp(ah_raw, fast))
+                    if not wsm:
+                        a_h0 = T.alloc_var(accum, init=_math.exp(ah_raw, fast))
                     # beta of row tx, loaded behind the copies and stored once they have landed
                     braw = T.alloc_var(accum, init=T.Cast(accum, braw_n[0]) if ne else 0.0)
                     if not ne and tx < R:
@@ -941,7 +967,7 @@ def build_k1(cfg: K1Config):
                                      gcl_s, jc, slot_len, hv, tx, a_h0, nb_s, krl)
                 elif NSUB == 2:
                     column_pass_halves(q_s, k_s, ki_s, kdh_s, tot_s, rk_s, rq_s, A_log, dt_bias, lower_bound,
-                                       qd, kr, gC, slot_len, bc, hv, tx, a_h0, nb_s)
+                                       qd, kr, gC, slot_len, SL, hv, tx, a_h0, nb_s)
                 # One (chunk, pair of channels) per thread: the gate's cumsum G in registers, and every
                 # output of the two columns formed there and stored as pairs.
                 else:
@@ -1050,7 +1076,16 @@ def build_k1(cfg: K1Config):
                                                       hv, e8 * 8], "r", 8), 8,
                                        ld_ok[it] and "v" not in skip)
                     T.ptx_commit_group()
-                if ne:
+                if wsm:
+                    # slot jc + 1's copies and beta (none after the last), q_s, k_s and ki_s read by
+                    # the products above
+                    sn = T.min(bc * NW + jc + 1, NC - 1)
+                    t0_n = (sn % ncs) * C
+                    len_n = T.if_then_else(jc + 1 < NW, T.min(C, Tn - t0_n), 0)
+                    chunk_rows(ld_t, ld_b, ld_ok, t0_n, len_n, sn // ncs, tx)
+                    qkg_copies(q, k, g, q_s, k_s, ki_s, ld_t, ld_b, ld_ok, h, hv, tx)
+                    beta_row(beta, braw_n, t0_n, len_n, sn // ncs, hv, tx)
+                elif ne:
                     # chunk jc + 1's copies (none past the last chunk), q_s and ki_s read by the
                     # product above; and its beta (this chunk's went into beta_s before)
                     t0_n = seq_start + (jc + 1) * C
@@ -1082,7 +1117,7 @@ def build_k1(cfg: K1Config):
                         for r, j in T.Parallel(R, C):
                             c = r // C
                             if unguarded or (slot_len[c] > 0 and bc * CPB + c < NC):
-                                Mqk[hv, (bc * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
+                                Mqk[hv, (SL * CPB + c) * C + r % C, j] = T.Cast(cfg.mat_dtype, M_s[r, j])
                 # the off-diagonal blocks of the block-diagonal Ab
                 for r, j in T.Parallel(R, R):
                     if r // C != j // C:
@@ -1118,7 +1153,7 @@ def build_k1(cfg: K1Config):
                     for r, j in T.Parallel(R, C):
                         c = r // C
                         if unguarded or (slot_len[c] > 0 and bc * CPB + c < NC):
-                            Ab[hv, (bc * CPB + c) * C + r % C, j] = Ab_s[r, c * C + j]
+                            Ab[hv, (SL * CPB + c) * C + r % C, j] = Ab_s[r, c * C + j]
                 else:
                     # v in fp16 (|v| must stay below 65504, as K2's state): each thread converts the
                     # bytes it copied (with next_early the next chunk's copies stay in flight)
@@ -1202,9 +1237,12 @@ def build_k1(cfg: K1Config):
                     if split_k:
                         ab_product(Abb_s, k_s, wk_s, WU, Wk, slot_len, bc, hv)
                     else:
-                        ab_product(Ab_s, kdh_s, kdh_s, WU, Wk, slot_len, bc, hv, u0k2)
+                        ab_product(Ab_s, kdh_s, kdh_s, WU, Wk, slot_len, SL, hv, u0k2)
                     if not u0k2:
                         ab_product(Ab_s, v_s, v_s, WU, U0, slot_len, bc, hv)
+            if wsm:
+                # the last chunk's predicated-off copies land before the program ends
+                T.ptx_wait_group(0)
             if multi:
                 if ne:
                     # the zero fill past the last chunk lands before the program ends

@@ -24,3 +24,12 @@ def test_kernels_compile_with_k1s_shape(C, threads, min_blocks):
     src = copy_floor.compiled(C, threads, min_blocks).get_kernel_source()
     assert f"__launch_bounds__({threads}, {min_blocks})" in src
     assert src.count("cp_async_gs") == 3 and "cp_async_wait<0>" in src
+
+
+def test_pipelined_copy_keeps_a_chunk_in_flight():
+    """k1copy32 p4: four chunks a program in two slots, each wait leaving the next chunk's copies
+    in flight (wait_group 1), the copies of chunk c + 2 issued in the loop."""
+    import copy_floor
+    src = copy_floor.compiled(32, 128, 4, 4).get_kernel_source()
+    assert "__launch_bounds__(128, 4)" in src
+    assert src.count("cp_async_gs") == 9 and "cp_async_wait<1>" in src and "for (int c = 0; c < 4; ++c)" in src

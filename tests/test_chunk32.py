@@ -61,3 +61,45 @@ def test_chunk32_rule(N, T, HV, want, two):
     assert configs.use_chunk32(N, T, HV) is want
     assert configs.use_two_consumers(N, T, HV) is two
     assert not two or want   # two consumers only with 32-token chunks
+
+
+def _ws_chunks_build(n=4):
+    import dataclasses
+    base = registry.find("k1", varlen=False, fast_math=False, chunk=32)
+    return registry.Build("k1", dataclasses.replace(base.config, ws_chunks=n, min_blocks=4))
+
+
+def test_ws_chunks_is_the_fixed_32_token_workspace_k1s():
+    """K1Config.ws_chunks (session 41, JIT only): named, and refused outside the fixed 32-token
+    workspace K1 (the varlen slot search and the 16-token and short forms have no chunk loop)."""
+    import dataclasses
+    b = _ws_chunks_build()
+    assert b.name.endswith("_ch32_rnr_tu_w4_el_lp")
+    for field in ({"varlen": True}, {"chunk": 16, "threads": 64}):
+        with pytest.raises(AssertionError, match="ws_chunks takes the fixed 32-token workspace K1"):
+            registry.Build("k1", dataclasses.replace(b.config, **field)).prim_func()
+
+
+def test_ws_chunks_k1_proves_and_waits_for_each_chunk():
+    """The 32-token K1 over four chunk slots a program, each next chunk's q, k, g copies issued
+    behind this chunk's [L; Mqk] product: verify proves it whole (the last program's slots past NC
+    repeat slot NC - 1 in the same program), and with the loop's wait for the copies dropped the
+    column pass's reads race them (barriers.race)."""
+    import dataclasses
+
+    from verify import mutate
+    from verify.jobs import build_job
+    from verify.lowering import lower
+    from verify.report import PROVED, KernelReport
+    from verify.runner import verify_lowered
+    b = _ws_chunks_build()
+    job = build_job(b)
+    low = lower(b.prim_func(), registry.pass_configs(b), b.name)
+    clean = {c.name: c.status for c in verify_lowered(low, job, KernelReport(name=b.name)).checks}
+    assert clean and all(s == PROVED for s in clean.values()), clean
+    assert "T.ptx_wait_group(0)" in low.device_script.split("for jc in")[1].split("T.ptx_cp_async(")[0]
+    dev = mutate.drop_call(low.device_func, "tirx.ptx_wait_group", nth=0)
+    cut = dataclasses.replace(low, device_func=dev, device_script=dev.script())
+    got = {c.name: c.status
+           for c in verify_lowered(cut, dataclasses.replace(job, only=("barriers",)), KernelReport(name=b.name)).checks}
+    assert got["barriers.race"] != PROVED, got
