@@ -839,7 +839,6 @@ def build_k1(cfg: K1Config):
                     chunk_rows(ld_t, ld_b, ld_ok, seq_start, T.min(C, seq_end - seq_start), b_all, tx)
                     qkg_copies(q, k, g, q_s, k_s, ki_s, ld_t, ld_b, ld_ok, h, hv, tx)
                     beta_row(beta, braw_n, seq_start, T.min(C, seq_end - seq_start), b_all, hv, tx)
-            SL = sl if wsm else bc      # the chunk slot the workspace stores go to
             if wsm:
                 a_h0 = T.alloc_var(accum, init=_math.exp(ah_raw, fast))   # once, not a chunk
             for jc in (T.serial(n_ch) if multi else T.serial(NW) if wsm else [0]):
@@ -851,6 +850,9 @@ def build_k1(cfg: K1Config):
                     b_all = sl // ncs
                     t0_all = (sl % ncs) * C
                     len_all = T.min(C, Tn - t0_all)
+                # the chunk slot the workspace stores go to (bound here: a name bound before the
+                # loop would keep the first chunk's slot)
+                SL = sl if wsm else bc
                 if cfg.head_once and not cfg.lean_prologue:
                     h = T.alloc_var("int32", init=T.min(T.max(head_s[0], 0), H - 1))
                 if not ne:
