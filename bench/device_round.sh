@@ -287,7 +287,7 @@ case "$mode" in
     # released 32-token K1, JIT, float64 check first, workspaces compared bit for bit (~3 min)
     R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
     M4=${R32/1,128,5/1,128,4}
-    K1_SHAPES="H96 1x8192;H8 1x65536" timeout 240 python -u bench/k1_round.py "$R32" "$M4,w=2" "$M4,w=4" \
+    K1_SHAPES="H96 1x8192;H8 1x65536" timeout 240 python -u bench/k1_round.py "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2" \
       > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
   round41d)

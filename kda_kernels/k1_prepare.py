@@ -670,9 +670,14 @@ def build_k1(cfg: K1Config):
             tot_s = T.alloc_shared((2, K), accum) if NSUB == 2 or TPC == 2 else None
             # and its inverse's blocks: A11 over A22 (Ad_s), and L21 A11 (X_s)
             Ad_s = T.alloc_shared((C, SUB), accum) if NSUB == 2 else None
-            X_s = T.alloc_shared((SUB, SUB), accum) if NSUB == 2 else None
+            if wsm:
+                # over tot_s, read only in the column pass (ws_chunks: 45.1 KB a program, 5 an SM)
+                X_s = T.view(tot_s, (SUB, SUB))
+            else:
+                X_s = T.alloc_shared((SUB, SUB), accum) if NSUB == 2 else None
             L_s = T.alloc_shared((R, C), accum)
-            M_s = T.alloc_shared((R, C), accum)
+            # (ws_chunks: Mqk's fp16 values, which is all the workspace form reads of M_s)
+            M_s = T.alloc_shared((R, C), cfg.mat_dtype if wsm else accum)
 
             # the operands of Wk = Ab kd and U0 = Ab v: v in fp16 and the block-diagonal Ab
             v_s = None if u0k2 else T.alloc_shared((R, V), cfg.ws_dtype)
@@ -1110,8 +1115,8 @@ def build_k1(cfg: K1Config):
                         if r // C == j // C:
                             L_s[r, j % C] = T.if_then_else(r % C > j % C, Lf[r, j] * beta_s[r], 0.0)
                             if cfg.mqk_diag:
-                                M_s[r, j % C] = T.if_then_else(r % C > j % C, Mf[r, j],
-                                                               T.if_then_else(r % C == j % C, dg_s[r], 0.0))
+                                M_s[r, j % C] = T.Cast(M_s.dtype, T.if_then_else(r % C > j % C, Mf[r, j],
+                                                                          T.if_then_else(r % C == j % C, dg_s[r], 0.0)))
                             else:
                                 M_s[r, j % C] = T.if_then_else(r % C >= j % C, Mf[r, j], 0.0)
 
