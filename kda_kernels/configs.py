@@ -318,7 +318,9 @@ class K1Config:
     # (session 41, JIT only): chunk j + 1's q, k, g copies and beta issued behind chunk j's
     # [L; Mqk] product, as next_early does in the pairwise form, so that a program keeps loads in
     # flight through its inverse, products and stores. The last program's slots past NC repeat
-    # its slot NC - 1 (the same values, stored again by the same program).
+    # its slot NC - 1 (the same values, stored again by the same program). Not released: on the
+    # H100 +4% at 4 programs an SM and +12% at 5 (H96 1x8192; rounds 41d-41e); the H200, where K1
+    # is not at its bytes, is unmeasured (bench/device_round.sh round41e).
     ws_chunks: int = 1
     # The 128-thread pairwise form's column pass over four adjacent channels and four rows a thread
     # (session 38): 8-byte shared loads and stores (half as many as with channel pairs), the four
