@@ -320,9 +320,10 @@ case "$mode" in
     split_check 220 ;;
   round41c)
     # session 41: the four-part scan with 16 state rows a program (8 programs a head, half of M's
-    # L2 reads a segment) against 8 rows, JIT against float64 (~3 min)
+    # L2 reads a segment) against 8 rows, JIT against float64 (~3 min); ROUND41C_PARTS=4,8
+    # ROUND41C_BR=8 times eight parts (shorter FMA chains) instead
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-    SPLIT_CHUNK=32 SPLIT_SCAN_PARTS=4 SPLIT_SCAN_BR=8,16 SPLIT_SHAPES="H8 1x65536,H8 1x262144" \
+    SPLIT_CHUNK=32 SPLIT_SCAN_PARTS=${ROUND41C_PARTS:-4} SPLIT_SCAN_BR=${ROUND41C_BR:-8,16} SPLIT_SHAPES="H8 1x65536,H8 1x262144" \
       timeout 170 python -u bench/split_round.py 16 > "$OUT/split_scan_br.log" 2>&1
     grep -E "Error|error" "$OUT/split_scan_br.log" | head -3; tail -6 "$OUT/split_scan_br.log" ;;
   round40b)
