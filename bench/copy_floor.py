@@ -16,8 +16,8 @@ and k into two [H, T, 16] outputs (Ab's and Mqk's bytes), and g's first row as f
 [H, NC, 128] (gC's). `k1copy32` does the same with 32-token chunks, 128 threads, min_blocks 5
 (the 32-token K1's shape). `k1copy32 p4` moves the same bytes four chunks a program, two
 slots, chunk c + 2's copies issued once chunk c is stored (4 programs an SM): what a K1 that
-keeps the next chunk's loads in flight could stream at (session 41). `torch_copy` is one contiguous copy of the same bytes (half read, half
-written). `k1` is the released 16-token K1 (bench/k1_round.py's RELEASED) on the same inputs.
+keeps the next chunk's loads in flight could stream at (session 41). `torch_copy` is one
+contiguous copy of the same bytes (half read, half written). `k1` is the released 16-token K1 (bench/k1_round.py's RELEASED) on the same inputs.
 Each kernel's outputs are checked against the inputs first. Medians of triton's do_bench; GB/s
 counts every byte read and written once. One JSON row a shape, a table last.
 """

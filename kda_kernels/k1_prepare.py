@@ -632,6 +632,11 @@ def build_k1(cfg: K1Config):
         ln = T.if_then_else(j >= 0 and j < T.ceildiv(eos - bos, C), T.min(C, eos - t0), 0)
         return t0, T.if_then_else(slot < NC, ln, 0)
 
+    def fixed_slot(s):
+        """(row, first token, tokens) of chunk slot s < NC of a fixed batch (ws_chunks)"""
+        ncs = T.ceildiv(Tn, C)
+        return s // ncs, (s % ncs) * C, T.min(C, Tn - (s % ncs) * C)
+
     @T.macro
     def _body(q, k, v, g, beta, A_log, dt_bias, cu_seqlens, lower_bound, scale, Wk, qd, kr, U0, Ab, Mqk, gC, o, ht):
         grid = N1 - 1 if short and cfg.varlen else T.ceildiv(NC, NW) if wsm else T.ceildiv(NC, CPB)
@@ -782,10 +787,10 @@ def build_k1(cfg: K1Config):
                 len_all = T.alloc_var("int32", init=T.min(C, Tn))
             elif fixed_regs and wsm:
                 # a fixed batch, NW chunks a program: the first slot's (b, t0, len) (bc NW < NC)
-                ncs = T.ceildiv(Tn, C)
-                b_all = T.alloc_var("int32", init=bc * NW // ncs)
-                t0_all = T.alloc_var("int32", init=(bc * NW % ncs) * C)
-                len_all = T.alloc_var("int32", init=T.min(C, Tn - (bc * NW % ncs) * C))
+                b0, t00, len0 = fixed_slot(bc * NW)
+                b_all = T.alloc_var("int32", init=b0)
+                t0_all = T.alloc_var("int32", init=t00)
+                len_all = T.alloc_var("int32", init=len0)
                 sl = T.alloc_var("int32", init=bc * NW)
             elif fixed_regs:
                 # a fixed batch, one chunk a program: every thread forms the slot's (b, t0, len)
@@ -836,6 +841,8 @@ def build_k1(cfg: K1Config):
                 ld_b = T.alloc_local((NPASS,), "int32")
                 ld_ok = T.alloc_local((NPASS,), "bool")
                 braw_n = T.alloc_local((1,), cfg.in_dtype)
+                # (the pairwise form builds its length expression once a use: one bound name
+                # would change its released IR)
                 if wsm:
                     chunk_rows(ld_t, ld_b, ld_ok, t0_all, len_all, b_all, tx)
                     qkg_copies(q, k, g, q_s, k_s, ki_s, ld_t, ld_b, ld_ok, h, hv, tx)
@@ -852,9 +859,7 @@ def build_k1(cfg: K1Config):
                     len_all = T.min(C, seq_end - t0_all)
                 if wsm:
                     sl = T.min(bc * NW + jc, NC - 1)
-                    b_all = sl // ncs
-                    t0_all = (sl % ncs) * C
-                    len_all = T.min(C, Tn - t0_all)
+                    b_all, t0_all, len_all = fixed_slot(sl)
                 # the chunk slot the workspace stores go to (bound here: a name bound before the
                 # loop would keep the first chunk's slot)
                 SL = sl if wsm else bc
@@ -1086,12 +1091,11 @@ def build_k1(cfg: K1Config):
                 if wsm:
                     # slot jc + 1's copies and beta (none after the last), q_s, k_s and ki_s read by
                     # the products above
-                    sn = T.min(bc * NW + jc + 1, NC - 1)
-                    t0_n = (sn % ncs) * C
-                    len_n = T.if_then_else(jc + 1 < NW, T.min(C, Tn - t0_n), 0)
-                    chunk_rows(ld_t, ld_b, ld_ok, t0_n, len_n, sn // ncs, tx)
+                    b_n, t0_n, len_n = fixed_slot(T.min(bc * NW + jc + 1, NC - 1))
+                    len_n = T.if_then_else(jc + 1 < NW, len_n, 0)
+                    chunk_rows(ld_t, ld_b, ld_ok, t0_n, len_n, b_n, tx)
                     qkg_copies(q, k, g, q_s, k_s, ki_s, ld_t, ld_b, ld_ok, h, hv, tx)
-                    beta_row(beta, braw_n, t0_n, len_n, sn // ncs, hv, tx)
+                    beta_row(beta, braw_n, t0_n, len_n, b_n, hv, tx)
                 elif ne:
                     # chunk jc + 1's copies (none past the last chunk), q_s and ki_s read by the
                     # product above; and its beta (this chunk's went into beta_s before)
