@@ -44,6 +44,9 @@ def test_corpus_shape():
     for m in MODULES:
         mod = _module(m)
         assert set(mod.SOURCE) == set(mod.KERNELS) == set(mod.EXPECT), m
+    # barriers.written_once runs on the outputs of upstream kernels of five families (17 kernels)
+    once = {n for m in MODULES for n in getattr(_module(m), "WRITTEN_ONCE", {}) if n in upstream}
+    assert len(once) >= 15 and len({_module(kernels[n]).SOURCE[n].split("/")[1] for n in once}) >= 5, sorted(once)
 
 
 @pytest.mark.parametrize("module", [pytest.param(m, marks=pytest.mark.slow) if m in SLOW else m for m in MODULES])

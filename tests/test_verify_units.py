@@ -382,3 +382,29 @@ def test_an_error_names_the_step_it_came_from():
     r = verify_job(Job(name="m", factory=mbar_ok, pass_configs={"tl.disable_thread_storage_sync": True},
                        mutate=bad_mutation))
     assert r.error.startswith("in the mutation: RuntimeError: mutant"), r.error
+
+
+def test_written_once_declarations_are_checked():
+    """barriers.written_once: a declared name that is no tensor of the kernel fails (a typo would
+    otherwise check nothing), and a release job (whose config declares its outputs) fails on an
+    output it writes and does not declare."""
+    import dataclasses
+
+    from tests.seeded import output_bugs as ob
+    from verify.runner import Job, verify_job
+    from verify.report import FAILED, PROVED
+    base = Job(name="store_once", factory=ob.store_once, preconditions=ob.PRECONDITIONS["store_once"],
+               pass_configs=ob.PASS_CONFIGS["store_once"], only=("barriers",))
+
+    def verdict(job):
+        r = verify_job(job)
+        assert r.error is None, r.error
+        c = {c.name: c for c in r.checks}.get("barriers.written_once")
+        return None if c is None else (c.status, [f.message for f in c.findings])
+
+    assert verdict(base) is None    # opt-in: not run without a declaration
+    assert verdict(dataclasses.replace(base, written_once=("out",))) == (PROVED, [])
+    st, msgs = verdict(dataclasses.replace(base, written_once=("outt",)))
+    assert st == FAILED and "no tensor outt" in msgs[0], msgs
+    st, msgs = verdict(dataclasses.replace(base, written_once=("X",), release=True))
+    assert st == FAILED and any("out is written, but" in m for m in msgs), msgs

@@ -27,7 +27,8 @@ def build_job(b):
                bank_budget=int(getattr(cfg, "bank_conflict_budget", 1)), config=b.config_dict(),
                strict=_strict(), release=True, any_contents=True,
                distinct=tuple(cfg.distinct()) if hasattr(cfg, "distinct") else (),
-               rlimit=int(getattr(cfg, "verify_rlimit", 0)))
+               rlimit=int(getattr(cfg, "verify_rlimit", 0)),
+               written_once=tuple(cfg.written_once()) if hasattr(cfg, "written_once") else ())
 
 
 def _strict() -> bool:
@@ -56,6 +57,8 @@ def module_jobs(path: str):
     MONOTONE: buffer name -> (length var, last value var), for cu_seqlens-like inputs
     ANY_CONTENTS: kernels whose memory safety must not rest on MONOTONE (bounds.any_contents)
     DISTINCT: buffers whose non-negative entries are pairwise distinct (state indices)
+    WRITTEN_ONCE: name -> global output buffers each byte of which at most one store execution
+        writes (barriers.written_once)
     RLIMIT: name -> Z3 resource units a query of that kernel may take, where more than the default
         (solver.RLIMIT) is needed; a verdict stays a function of the query alone
     """
@@ -73,9 +76,11 @@ def module_jobs(path: str):
     any_contents = set(getattr(mod, "ANY_CONTENTS", ()) or ())
     distinct = tuple(getattr(mod, "DISTINCT", ()) or ())
     rlimits = getattr(mod, "RLIMIT", {}) or {}
+    once = getattr(mod, "WRITTEN_ONCE", {}) or {}
     known = set(kernels) | set(mutations)
     for table, entries in (("PRECONDITIONS", pre), ("BANK_BUDGET", budget), ("PASS_CONFIGS", passes),
-                           ("STRICT", strict), ("ANY_CONTENTS", any_contents), ("RLIMIT", rlimits)):
+                           ("STRICT", strict), ("ANY_CONTENTS", any_contents), ("RLIMIT", rlimits),
+                           ("WRITTEN_ONCE", once)):
         unknown = sorted(set(entries) - known)
         if unknown:
             raise SystemExit(f"{path}: {table} names {', '.join(map(repr, unknown))}, not kernels of KERNELS "
@@ -91,14 +96,15 @@ def module_jobs(path: str):
                         monotone=dict(mono) if mono is not None else dict(MONOTONE),
                         lower_key=(path, name), strict=_strict() or name in strict,
                         any_contents=name in any_contents, distinct=distinct,
-                        rlimit=int(rlimits.get(name, 0))))
+                        rlimit=int(rlimits.get(name, 0)), written_once=tuple(once.get(name, ()))))
     # MUTATIONS: name -> (kernel name in KERNELS, function rewriting its lowered device PrimFunc)
     for name, (base, fn) in mutations.items():
         b = next(j for j in jobs if j.name == base)
         jobs.append(dataclasses.replace(b, name=name, mutate=fn,
                                         preconditions=list(pre.get(name, b.preconditions)),
                                         bank_budget=int(budget.get(name, b.bank_budget)),
-                                        rlimit=int(rlimits.get(name, b.rlimit))))
+                                        rlimit=int(rlimits.get(name, b.rlimit)),
+                                        written_once=tuple(once.get(name, b.written_once))))
     return jobs
 
 

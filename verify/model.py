@@ -132,6 +132,8 @@ class Kernel:
     placeholders: dict = field(default_factory=dict)      # placeholder name -> register
     counts: object = None                                  # verify.counting.Counts, built on demand
     extent_defs: dict = field(default_factory=dict)        # named loop trip counts (extract._name_extents)
+    written_once: tuple = ()                               # output buffers barriers.written_once checks
+    written_once_all: bool = False                         # ... and they must be all it writes (releases)
 
     @property
     def num_threads(self) -> int:

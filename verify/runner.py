@@ -35,6 +35,7 @@ class Job:
     any_contents: bool = False           # bounds also without the MONOTONE assumption
     distinct: tuple = ()                 # buffers whose non-negative entries are pairwise distinct
     rlimit: int = 0                      # Z3 units a query may take, when above solver.DEFAULT_RLIMIT
+    written_once: tuple = ()             # global outputs each byte of which one execution writes
 
 
 def verify_lowered(lowered, job: Job, report: KernelReport, phase: list = None) -> KernelReport:
@@ -46,6 +47,8 @@ def verify_lowered(lowered, job: Job, report: KernelReport, phase: list = None) 
     solver.stats["rlimit_max"] = 0
     phase[0] = "extracting the model"
     k = extract(lowered, job.preconditions, job.derived, job.monotone, name=job.name, distinct=job.distinct)
+    k.written_once = tuple(job.written_once)
+    k.written_once_all = job.release and bool(job.written_once)
     rlimit = solver.DEFAULT_RLIMIT
     if job.rlimit and rlimit:      # a kernel's own budget raises the default, never lowers it (0: none)
         rlimit = max(rlimit, job.rlimit)
@@ -122,7 +125,7 @@ def proof_key(job: Job, func) -> str:
     """What a release job's verdict is a function of: the TileLang program before lowering (its
     printed script), the pass configs, the toolchain that lowers it (TileLang, TVM, the target),
     every input of the checks that is not IR (preconditions, derived variables, bank budget,
-    monotone buffers, any_contents, distinct, the resource limit, strict), the verifier's sources
+    monotone buffers, any_contents, distinct, the resource limit, strict, written_once), the verifier's sources
     and Z3's version. Lowering and the checks are deterministic, so two runs with one key reach
     one verdict; `python -m verify` carries a proved record over to a build whose key is the
     record's (and whose lowered IR hash it confirms) instead of proving it again."""
@@ -143,6 +146,7 @@ def proof_key(job: Job, func) -> str:
         "bank_budget": job.bank_budget, "monotone": sorted((k, list(v)) for k, v in job.monotone.items()),
         "release": job.release, "any_contents": job.any_contents, "distinct": list(job.distinct),
         "rlimit": job.rlimit, "default_rlimit": solver.DEFAULT_RLIMIT, "strict": job.strict,
+        "written_once": list(job.written_once),
         "verifier": [VERSION, verifier_digest()], "z3": z3.get_full_version(),
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()

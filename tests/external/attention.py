@@ -200,6 +200,7 @@ PRECONDITIONS = {
 }
 BANK_BUDGET = {name: 32 for name in KERNELS}
 MONOTONE = {"cu_seqlens_q": ("N1", "UQ"), "cu_seqlens_k": ("N1", "UKV")}
+WRITTEN_ONCE = {name: ["O"] for name in KERNELS}   # barriers.written_once on upstream outputs
 EXPECT = {name: None for name in KERNELS}
 # A true finding: TileLang's warp specialization waits for the Q tile's TMA inside the K/V loop
 # (`if k == 0: wait`). A sequence with no keys (cu_seqlens_k[b + 1] == cu_seqlens_k[b]) runs the

@@ -60,4 +60,5 @@ KERNELS = {f.__name__: f for f in (elementwise_add, per_token_cast_fp8)}
 PRECONDITIONS = {"elementwise_add": ["M >= 1", "N >= 1", "M * N <= 2**31 - 1"],
                  "per_token_cast_fp8": ["M >= 1", "N >= 1", "M * N <= 2**31 - 1"]}
 BANK_BUDGET = {name: 32 for name in KERNELS}
+WRITTEN_ONCE = {"elementwise_add": ["C"], "per_token_cast_fp8": ["X_fp8", "X_amax"]}
 EXPECT = {name: None for name in KERNELS}

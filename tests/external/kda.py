@@ -154,6 +154,7 @@ KERNELS = {f.__name__: f for f in (kda_chunk_delta_h_fwd, kda_wy_fast, kda_chunk
 _SIZES = ["B >= 1", "H >= 1", "S >= 64", "S % 64 == 0", "B * S * H * 128 <= 2**31 - 1"]
 PRECONDITIONS = {name: _SIZES for name in KERNELS}
 BANK_BUDGET = {name: 32 for name in KERNELS}
+WRITTEN_ONCE = {"kda_chunk_delta_h_fwd": ["h", "ht", "V_new"], "kda_wy_fast": ["W", "U", "KG"], "kda_chunk_o": ["O"]}
 EXPECT = {name: None for name in KERNELS}
 # A true finding: TileLang's warp specialization moves the initial-state TMA (h0 -> h_s) to the
 # prologue and waits for it inside the chunk loop (`if i_s == 0: wait`), but the consumer reads

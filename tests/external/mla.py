@@ -139,6 +139,7 @@ def mla_decode_ws(synced=False):
 KERNELS = {"mla_decode_ws": mla_decode_ws, "mla_decode_ws_synced": lambda: mla_decode_ws(synced=True)}
 PRECONDITIONS = {name: ["B >= 1", "S >= 128", "S % 128 == 0", "B * S * 512 <= 2**31 - 1"] for name in KERNELS}
 BANK_BUDGET = {name: 32 for name in KERNELS}
+WRITTEN_ONCE = {name: ["Out"] for name in KERNELS}
 # A true finding: after their loops the first consumer stores the row sums to lsum_s and the
 # second divides by them, with no barrier or mbarrier between: the second's last wait (p_ready)
 # completes with the first's last arrival, which comes before that store. (Upstream's

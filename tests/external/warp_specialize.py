@@ -128,6 +128,7 @@ KERNELS = {f.__name__: f for f in (ws_barrierpipe_stage2, ws_copy_0_gemm_1, ws_c
                                    ws_softpipe_stage2)}
 PRECONDITIONS = {name: SIZES for name in KERNELS}
 BANK_BUDGET = {name: 32 for name in KERNELS}
+WRITTEN_ONCE = {name: ["C"] for name in KERNELS}
 EXPECT = {name: None for name in KERNELS}
 # A true finding: in TileLang 0.1.15's lowering of example_warp_specialize_gemm_copy_gemm_0_1,
 # all 256 threads store the next A tile into A_s at the top of iteration ko + 1 while the other

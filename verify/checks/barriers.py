@@ -17,8 +17,9 @@ from ..order import (Counter, count_threads, participation, phase_loop, thread_d
                      thread_values)
 from ..phases import Phases
 from ..report import check_result
+from ..solver import PER_INSTANCE_ROLES
 from ..z3expr import consts_of
-from .common import abs_range, mentions, simplify_int, site_finding, unknown
+from .common import FAILED, Finding, abs_range, mentions, simplify_int, site_finding, unknown
 
 CATEGORY = "barriers"
 ARRIVES = ("arrive", "arrive_expect_tx")
@@ -32,7 +33,9 @@ def run(k, ctx, budget=None):
                      ("barriers.mbarrier_init", _mbar_init), ("barriers.mbarrier_phase", _mbar_phase),
                      ("barriers.parity", _parity), ("barriers.race", _race),
                      ("barriers.global_race", _global_race), ("barriers.tma_store_overlap", _tma_store_overlap),
-                     ("barriers.proxy_fence", _proxy_fence)):
+                     ("barriers.proxy_fence", _proxy_fence), ("barriers.written_once", _written_once)):
+        if name == "barriers.written_once" and not k.written_once:
+            continue    # opt-in: only for the buffers a job declares
         t0 = time.perf_counter()
         findings, detail = fn(state)
         out.append(check_result(name, CATEGORY, findings, detail, time.perf_counter() - t0))
@@ -1396,6 +1399,132 @@ def _global_race(st):
             elif res == "unknown":
                 findings.append(unknown("barriers.global_race", f"solver could not decide ({m})", x, k))
     return findings, f"{len(writes)} global writes, {len(reads)} reads of written buffers, {pairs} pairs"
+
+
+def _exclusive_branches(ctx, k, x, y):
+    """Where stores x and y sit in the two branches of one `if` (a whole chunk's store and its
+    guarded tail), one thread runs at most one of them per iteration of the loops around the `if`:
+    the two executions differ in the thread or in one of those loops. Only where the condition
+    reads nothing but shape, block, thread and those loops' indices (and memory indexed by them,
+    the same in both executions); else [] (every pair of executions: sound)."""
+    def chain(site):
+        out, blk = [], site.parent
+        while blk is not None and blk.owner is not None:
+            out.append((blk.owner, blk.branch))
+            blk = blk.owner.parent
+        return out
+    cy = {id(n): br for n, br in chain(y) if isinstance(n, M.IfNode)}
+    for node, br in chain(x):
+        if not isinstance(node, M.IfNode) or id(node) not in cy or cy[id(node)] == br:
+            continue
+        outer, blk = [], node.parent
+        while blk is not None and blk.owner is not None:
+            if isinstance(blk.owner, M.LoopNode):
+                outer.append(blk.owner.loop.sym)
+            blk = blk.owner.parent
+        names = {str(c) for c in outer}
+        for n in consts_of(node.cond):
+            role = k.syms.role.get(n)
+            if role not in ("shape", "block", "param", "thread") and n not in names:
+                return []
+        lin1, lin2 = ctx.instance(k.thread_linear(), "1"), ctx.instance(k.thread_linear(), "2")
+        return [z3.Or([lin1 != lin2] + [ctx.instance(v, "1") != ctx.instance(v, "2") for v in outer])]
+    return []
+
+
+# -- outputs written once ------------------------------------------------------------------
+
+def _written_once(st):
+    """Each byte of a declared output buffer is written by at most one execution of one store in
+    the whole grid. barriers.global_race already keeps two blocks apart; this check asks the rest:
+    within one block, two executions (other threads, other iterations of the store's loops, or
+    two store statements) that write a common byte, whatever barriers lie between them. A kernel
+    can prove every other check and still store every chunk of a loop to its first slot (session
+    41's first ws_chunks K1: the slot bound before the loop); this check fails it. Atomic updates
+    of a declared buffer are reported (accumulation is not a single write)."""
+    k, ctx = st.k, st.ctx
+    findings = []
+    stores = [s for s in k.sites if s.kind == "access" and s.buf is not None and s.buf.scope == "global"
+              and s.write]
+    pairs = queried = 0
+    if k.written_once_all:
+        # a release declares every output: one it writes and does not declare is a finding
+        for name in sorted({s.buf.name for s in stores} - set(k.written_once)):
+            findings.append(Finding(check="barriers.written_once", status=FAILED, buffer=name,
+                                    message=f"{name} is written, but its config's written_once() does not "
+                                            f"declare it ({', '.join(k.written_once)})"))
+    unwritten = []
+    for name in k.written_once:
+        buf = k.bufs.get(name)
+        if (buf is None or buf.scope != "global") and name not in k.source_buffers:
+            known = ", ".join(sorted(k.source_buffers)) or "none"
+            findings.append(Finding(check="barriers.written_once", status=FAILED, buffer=name,
+                                    message=f"{name} is declared written once, but the kernel has no tensor "
+                                            f"{name} (its tensors: {known})"))
+            continue
+        mine = [s for s in stores if s.buf.name == name]
+        if not mine:
+            unwritten.append(name)    # at most once holds; a tensor this build does not write
+            continue
+        for s in mine:
+            if s.extra.get("atomic"):
+                findings.append(site_finding(k, ctx, "barriers.written_once", s,
+                                             f"{name} is declared written once, but this atomic update adds to it"))
+        plain = [s for s in mine if not s.extra.get("atomic")]
+        for i, x in enumerate(plain):
+            for y in plain[i:]:
+                pairs += 1
+                extra = [_other_execution(ctx, k, x)] if x is y else _exclusive_branches(ctx, k, x, y)
+                boxes = "box_coords" in x.extra or "box_coords" in y.extra
+                if not boxes:
+                    ex, ey = _static_extent(x), _static_extent(y)
+                    if ex and ey and not (ex[0] < ey[1] and ey[0] < ex[1]):
+                        continue
+                    if x is y:
+                        ov = any_overlap(k, x, y, *_byte_range(x), *_byte_range(y), distinct_threads=False)
+                        if ov is False:
+                            continue
+                    if _thread_digits_disjoint(st, x, y, extra):
+                        continue
+                    (ox, nx), (oy, ny) = _byte_range(x), _byte_range(y)
+                    ox, nx, oy, ny = (ctx.instance(t, g) for t, g in ((ox, "1"), (nx, "1"), (oy, "2"), (ny, "2")))
+                    overlap = [ox < oy + ny, oy < ox + nx]
+                else:
+                    overlap = _box_overlap(ctx, x, y, roles=PER_INSTANCE_ROLES)
+                    ox = None
+                queried += 1
+                fs = ctx.base([(x, "1"), (y, "2")], relaxed=True) + extra
+                res, m = ctx.solve(fs + overlap)
+                if res == "sat":
+                    # confirm with the nonlinear loop bounds and guards kept
+                    full = ctx.base([(x, "1"), (y, "2")]) + extra + overlap
+                    if not ctx.satisfied_by(m, full):
+                        res, m2 = ctx.solve_near(m, full)
+                        if res != "sat":
+                            res, m2 = ctx.solve(full + ctx.product_lemmas(full) + ctx.order_lemmas(full))
+                        if res == "sat":
+                            m = m2
+                    fs = full
+                if res == "sat":
+                    from ..solver import evaluate
+                    lin1, lin2 = (ctx.instance(k.thread_linear(), g) for g in ("1", "2"))
+                    where = f"byte {evaluate(m, z3.If(ox > oy, ox, oy))}, " if ox is not None else ""
+                    msg = (f"{name} is written twice by one block: {where}threads {evaluate(m, lin1)} and "
+                           f"{evaluate(m, lin2)}" + ("" if x is not y else " (one store, two executions)"))
+                    opaque = [s.buf.name for s in (x, y) if s.extra.get("opaque")]
+                    if opaque or k.unsupported:
+                        f = unknown("barriers.written_once", msg + "; not definite: accesses or constructs outside "
+                                    "the model", x, k)
+                        f.counterexample = ctx.counterexample(m, fs)
+                    else:
+                        f = site_finding(k, ctx, "barriers.written_once", x, msg, m, fs)
+                    f.access = x.text if x is y else f"{x.text}  <->  {y.text}"
+                    findings.append(f)
+                elif res == "unknown":
+                    findings.append(unknown("barriers.written_once", f"solver could not decide ({m})", x, k))
+    not_w = f" ({', '.join(unwritten)} not written)" if unwritten else ""
+    return findings, (f"{', '.join(k.written_once)}{not_w}: {pairs} store pairs, {queried} solver queries "
+                      "(two blocks: barriers.global_race)")
 
 
 def _byte_range(site):
