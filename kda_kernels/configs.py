@@ -317,8 +317,8 @@ class K1Config:
     # The 32-token workspace K1 of a fixed batch over `ws_chunks` consecutive chunk slots a program
     # (session 41, JIT only): chunk j + 1's q, k, g copies and beta issued behind chunk j's
     # [L; Mqk] product, as next_early does in the pairwise form, so that a program keeps loads in
-    # flight through its inverse, products and stores. The last program's slots past NC repeat
-    # its slot NC - 1 (the same values, stored again by the same program). Not released: on the
+    # flight through its inverse, products and stores. The last program walks only the slots
+    # below NC, so each slot is stored once (barriers.written_once). Not released: on the
     # H100 +4% at 4 programs an SM and +12% at 5 (H96 1x8192; rounds 41d-41e); the H200, where K1
     # is not at its bytes, is unmeasured (bench/device_round.sh round41e).
     ws_chunks: int = 1
@@ -406,6 +406,13 @@ class K1Config:
 
     def pass_configs(self) -> dict:
         return {"tl.enable_fast_math": self.fast_math}
+
+    def written_once(self) -> tuple:
+        """Outputs `verify` proves written at most once a byte in the whole grid (barriers.written_once):
+        the workspace, and the short forms' o and final state."""
+        if self.short_out:
+            return ("o", "ht") if self.short_ht else ("o",)
+        return ("Wk", "qd", "kr", "Ab", "Mqk", "gC") + (() if self.u0_in_k2 else ("U0",))
 
     def derived_vars(self) -> dict[str, str]:
         """Shape variables that no input tensor fixes, as expressions of those that do (short_out:
@@ -548,6 +555,13 @@ class K2Config(StateIO):
         assert self.store in ("whole", "row", "guarded"), self.store
         return {} if self.store == "guarded" else {"tl.disable_safe_memory_legalize": True}
 
+    def written_once(self) -> tuple:
+        """Outputs `verify` proves written at most once a byte (barriers.written_once): o and the final
+        state, pass A's maps."""
+        if self.mode == "map":
+            return ("maps",)
+        return ("o", "ht") if self.final_state and self.mode == "full" else ("o",)
+
     def derived_vars(self) -> dict[str, str]:
         if self.mode == "map" and not self.u0_in_k2:
             return {}  # no tensor of pass A fixes T; the chain's entry derives NC from K1's
@@ -631,6 +645,10 @@ class ScanConfig(StateIO):
         # a segment after the copies' wait, which it cannot see are thread-private.
         return {"tl.disable_thread_storage_sync": True} if self.m_async else {}
 
+    def written_once(self) -> tuple:
+        """Outputs `verify` proves written at most once a byte (barriers.written_once)."""
+        return ("starts", "ht") if self.final_state else ("starts",)
+
     def derived_vars(self) -> dict[str, str]:
         return {}
 
@@ -658,6 +676,10 @@ class OrderConfig:
 
     def pass_configs(self) -> dict:
         return {}
+
+    def written_once(self) -> tuple:
+        """Outputs `verify` proves written at most once a byte (barriers.written_once)."""
+        return ("order",)
 
     def derived_vars(self) -> dict[str, str]:
         return {}
@@ -690,6 +712,11 @@ class DecodeConfig:
 
     def pass_configs(self) -> dict:
         return {"tl.enable_fast_math": self.fast_math}
+
+    def written_once(self) -> tuple:
+        """Outputs `verify` proves written at most once a byte (barriers.written_once): o, and the pool's
+        rows, updated in place."""
+        return ("o", "pool")
 
     def derived_vars(self) -> dict[str, str]:
         return {}

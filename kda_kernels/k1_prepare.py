@@ -853,12 +853,12 @@ def build_k1(cfg: K1Config):
                     beta_row(beta, braw_n, seq_start, T.min(C, seq_end - seq_start), b_all, hv, tx)
             if wsm:
                 a_h0 = T.alloc_var(accum, init=_math.exp(ah_raw, fast))   # once, not a chunk
-            for jc in (T.serial(n_ch) if multi else T.serial(NW) if wsm else [0]):
+            for jc in (T.serial(n_ch) if multi else T.serial(T.min(NW, NC - bc * NW)) if wsm else [0]):
                 if multi:
                     t0_all = seq_start + jc * C
                     len_all = T.min(C, seq_end - t0_all)
                 if wsm:
-                    sl = T.min(bc * NW + jc, NC - 1)
+                    sl = bc * NW + jc
                     b_all, t0_all, len_all = fixed_slot(sl)
                 # the chunk slot the workspace stores go to (bound here: a name bound before the
                 # loop would keep the first chunk's slot)
@@ -1092,7 +1092,7 @@ def build_k1(cfg: K1Config):
                     # slot jc + 1's copies and beta (none after the last), q_s, k_s and ki_s read by
                     # the products above
                     b_n, t0_n, len_n = fixed_slot(T.min(bc * NW + jc + 1, NC - 1))
-                    len_n = T.if_then_else(jc + 1 < NW, len_n, 0)
+                    len_n = T.if_then_else(jc + 1 < T.min(NW, NC - bc * NW), len_n, 0)
                     chunk_rows(ld_t, ld_b, ld_ok, t0_n, len_n, b_n, tx)
                     qkg_copies(q, k, g, q_s, k_s, ki_s, ld_t, ld_b, ld_ok, h, hv, tx)
                     beta_row(beta, braw_n, t0_n, len_n, b_n, hv, tx)

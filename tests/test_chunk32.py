@@ -82,9 +82,9 @@ def test_ws_chunks_is_the_fixed_32_token_workspace_k1s():
 
 def test_ws_chunks_k1_proves_and_waits_for_each_chunk():
     """The 32-token K1 over four chunk slots a program, each next chunk's q, k, g copies issued
-    behind this chunk's [L; Mqk] product: verify proves it whole (the last program's slots past NC
-    repeat slot NC - 1 in the same program), and with the loop's wait for the copies dropped the
-    column pass's reads race them (barriers.race)."""
+    behind this chunk's [L; Mqk] product: verify proves it whole (the last program walks only the
+    slots below NC, so every workspace byte is stored once), and with the loop's wait for the
+    copies dropped the column pass's reads race them (barriers.race)."""
     import dataclasses
 
     from verify import mutate
@@ -103,3 +103,37 @@ def test_ws_chunks_k1_proves_and_waits_for_each_chunk():
     got = {c.name: c.status
            for c in verify_lowered(cut, dataclasses.replace(job, only=("barriers",)), KernelReport(name=b.name)).checks}
     assert got["barriers.race"] != PROVED, got
+
+
+def test_ws_chunks_k1_with_its_slot_bound_before_the_loop_fails_written_once():
+    """Session 41's first ws_chunks build bound the stores' slot before the chunk loop, so every
+    chunk of a program was stored to its first slot; bounds, races and barriers all held and
+    verify proved it. The same bug as an IR mutation (the stores' slot `bc` bound to the loop's
+    first slot, bx * 4) fails barriers.written_once, and the other barrier checks still prove it."""
+    import dataclasses
+
+    from tvm.tirx.stmt_functor import post_order_visit
+
+    from verify import mutate
+    from verify.jobs import build_job
+    from verify.lowering import lower
+    from verify.report import FAILED, PROVED, KernelReport
+    from verify.runner import verify_lowered
+    from verify.tir import tirx
+    b = _ws_chunks_build()
+    job = build_job(b)
+    assert "Wk" in job.written_once
+    low = lower(b.prim_func(), registry.pass_configs(b), b.name)
+    assert "bc: T.int32 = sl_1[0]" in low.device_script
+    names = {}
+    post_order_visit(low.device_func.body,
+                     lambda n: names.setdefault(str(n.name), n) if isinstance(n, tirx.Var) else None)
+    dev = mutate.rebind(low.device_func, "bc", lambda v: names["bx"] * 4)
+    cut = dataclasses.replace(low, device_func=dev, device_script=dev.script())
+    assert "bc: T.int32 = bx * 4" in cut.device_script
+    got = {c.name: c for c in verify_lowered(cut, dataclasses.replace(job, only=("barriers",)),
+                                             KernelReport(name=b.name)).checks}
+    wo = got.pop("barriers.written_once")
+    assert wo.status == FAILED and any(f.status == FAILED and f.buffer in job.written_once for f in wo.findings), \
+        [f.message for f in wo.findings]
+    assert all(c.status == PROVED for c in got.values()), {n: c.status for n, c in got.items()}
