@@ -45,6 +45,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round41a # session 41: on an H200 K1's copy floor, the ws_chunks K1s, rows 9-10; on an H100 the ws_chunks K1s and round41b (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round42a # session 42: on an H200 the copy floor, k1ws, rows 9-10 (~9 min); on an H100 the eight-part scan (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round41e # session 41: on an H200 the copy floor, then the ws_chunks K1s (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round41d # session 41: the ws_chunks K1s; on an H200 the copy floor and rows 9-10, else the scan at 16 rows (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round41b # session 41: the four-part scan's split GPU tests through the host entry, split_api (~6 min)
@@ -291,6 +292,20 @@ case "$mode" in
     K1_SHAPES="H96 1x8192;H8 1x65536" timeout 240 python -u bench/k1_round.py "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2" \
       > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
+  round42a)
+    # session 42: on an H200 K1's copy floor, the ws_chunks K1s (k1ws) and issue 13's rows 9-10 with
+    # cuDNN (~9 min); on an H100 the ws_chunks K1s (their last program now walks only slots below
+    # NC) and the eight-part scan against four parts (round41c) (~6 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    if on_h200; then
+      timeout 120 python -u bench/copy_floor.py 96:8192 8:65536 > "$OUT/copy_floor.log" 2>&1
+      grep -E "Error|error" "$OUT/copy_floor.log" | head -3; tail -4 "$OUT/copy_floor.log"
+      bash bench/device_round.sh k1ws
+      BENCH_LIBS=kda_tile,cudnn_fe BENCH_SKIP=8 peer_rows 150
+    else
+      bash bench/device_round.sh k1ws
+      ROUND41C_PARTS=4,8 ROUND41C_BR=8 bash bench/device_round.sh round41c
+    fi ;;
   round41e)
     # session 41, the last device minutes: on an H200 K1's copy floor first, then the ws_chunks K1s
     # at 4 and 5 programs an SM (k1ws); on an H100 nothing unless ROUND41E_ANY=1 (~3 min)
