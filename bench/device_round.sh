@@ -45,6 +45,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31d # session 31: the two-consumer rule's bound (H104-H128), the new GPU tests, the H96 1x8192 peer row (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round31e # session 31: every GPU test through the default path (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round41a # session 41: on an H200 K1's copy floor, the ws_chunks K1s, rows 9-10; on an H100 the ws_chunks K1s and round41b (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round42b # session 42: on an H200 only, the copy floor and ws_chunks 4 at H96 1x8192 (~2 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round42a # session 42: on an H200 the copy floor, k1ws, rows 9-10 (~9 min); on an H100 the eight-part scan (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round41e # session 41: on an H200 the copy floor, then the ws_chunks K1s (~3 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round41d # session 41: the ws_chunks K1s; on an H200 the copy floor and rows 9-10, else the scan at 16 rows (~8 min)
@@ -292,6 +293,18 @@ case "$mode" in
     K1_SHAPES="H96 1x8192;H8 1x65536" timeout 240 python -u bench/k1_round.py "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2" \
       > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
+  round42b)
+    # session 42, the last device seconds: on an H200 only, K1's copy floor and the ws_chunks K1 at
+    # 4 programs an SM beside the released 32-token K1 at H96 1x8192 (~2 min); nothing on an H100
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    if on_h200; then
+      timeout 120 python -u bench/copy_floor.py 96:8192 > "$OUT/copy_floor.log" 2>&1
+      grep -E "Error|error" "$OUT/copy_floor.log" | head -3; tail -4 "$OUT/copy_floor.log"
+      R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
+      M4=${R32/1,128,5/1,128,4}
+      K1_SHAPES="H96 1x8192" timeout 150 python -u bench/k1_round.py "$R32" "$M4,w=4" > "$OUT/k1_ws.log" 2>&1
+      grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -4 "$OUT/k1_ws.log"
+    fi ;;
   round42a)
     # session 42: on an H200 K1's copy floor, the ws_chunks K1s (k1ws) and issue 13's rows 9-10 with
     # cuDNN (~9 min); on an H100 the ws_chunks K1s (their last program now walks only slots below
