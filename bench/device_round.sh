@@ -250,6 +250,12 @@ peer_rows() {
   grep -E "Error|error" "$OUT/bench_peers.log" | head -3
   python -c "import json; [print(r['shape'], round(r['kda_tile_ms'], 3), round(r.get('fla_triton_ms') or 0, 3), round(r.get('cudnn_fe_ms') or 0, 3)) for r in map(json.loads, open('$OUT/peers-rows.jsonl'))]"
 }
+# K1 against a copy of its pattern (bench/copy_floor.py): copy_floor LIMIT TAIL SHAPE...
+copy_floor() {
+  local limit=$1 tail=$2; shift 2
+  timeout "$limit" python -u bench/copy_floor.py "$@" > "$OUT/copy_floor.log" 2>&1
+  grep -E "Error|error" "$OUT/copy_floor.log" | head -3; tail -"$tail" "$OUT/copy_floor.log"
+}
 on_h200() { nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; }
 # kda_decode through the generated host entry: build, the decode GPU tests, bench/decode.py
 decode_check() {
@@ -275,8 +281,7 @@ case "$mode" in
     # (~9 min either way)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     if on_h200; then
-      timeout 150 python -u bench/copy_floor.py 96:8192 8:65536 > "$OUT/copy_floor.log" 2>&1
-      grep -E "Error|error" "$OUT/copy_floor.log" | head -3; tail -4 "$OUT/copy_floor.log"
+      copy_floor 150 4 96:8192 8:65536
     fi
     if on_h200; then
       bash bench/device_round.sh k1ws
@@ -287,23 +292,21 @@ case "$mode" in
     fi ;;
   k1ws)
     # session 41: K1Config.ws_chunks (fixed 32-token K1, N chunk slots a program) against the
-    # released 32-token K1, JIT, float64 check first, workspaces compared bit for bit (~3 min)
+    # released 32-token K1, JIT, float64 check first, workspaces compared bit for bit (~3 min);
+    # K1WS_SHAPES (k1_round's K1_SHAPES) and K1WS_QUICK=1 (the released K1 and ws_chunks 4 at 4 an
+    # SM only) narrow it
     R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
     M4=${R32/1,128,5/1,128,4}
-    K1_SHAPES="H96 1x8192;H8 1x65536" timeout 240 python -u bench/k1_round.py "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2" \
-      > "$OUT/k1_ws.log" 2>&1
+    if [ -n "${K1WS_QUICK:-}" ]; then set -- "$R32" "$M4,w=4"; else set -- "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2"; fi
+    K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
   round42b)
     # session 42, the last device seconds: on an H200 only, K1's copy floor and the ws_chunks K1 at
     # 4 programs an SM beside the released 32-token K1 at H96 1x8192 (~2 min); nothing on an H100
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     if on_h200; then
-      timeout 120 python -u bench/copy_floor.py 96:8192 > "$OUT/copy_floor.log" 2>&1
-      grep -E "Error|error" "$OUT/copy_floor.log" | head -3; tail -4 "$OUT/copy_floor.log"
-      R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
-      M4=${R32/1,128,5/1,128,4}
-      K1_SHAPES="H96 1x8192" timeout 150 python -u bench/k1_round.py "$R32" "$M4,w=4" > "$OUT/k1_ws.log" 2>&1
-      grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -4 "$OUT/k1_ws.log"
+      copy_floor 120 4 96:8192
+      K1WS_SHAPES="H96 1x8192" K1WS_QUICK=1 bash bench/device_round.sh k1ws
     fi ;;
   round42a)
     # session 42: on an H200 K1's copy floor, the ws_chunks K1s (k1ws) and issue 13's rows 9-10 with
@@ -311,8 +314,7 @@ case "$mode" in
     # NC) and the eight-part scan against four parts (round41c) (~6 min)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     if on_h200; then
-      timeout 120 python -u bench/copy_floor.py 96:8192 8:65536 > "$OUT/copy_floor.log" 2>&1
-      grep -E "Error|error" "$OUT/copy_floor.log" | head -3; tail -4 "$OUT/copy_floor.log"
+      copy_floor 120 4 96:8192 8:65536
       bash bench/device_round.sh k1ws
       BENCH_LIBS=kda_tile,cudnn_fe BENCH_SKIP=8 peer_rows 150
     else
@@ -324,8 +326,7 @@ case "$mode" in
     # at 4 and 5 programs an SM (k1ws); on an H100 nothing unless ROUND41E_ANY=1 (~3 min)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     if on_h200; then
-      timeout 120 python -u bench/copy_floor.py 96:8192 8:65536 > "$OUT/copy_floor.log" 2>&1
-      grep -E "Error|error" "$OUT/copy_floor.log" | head -3; tail -4 "$OUT/copy_floor.log"
+      copy_floor 120 4 96:8192 8:65536
       bash bench/device_round.sh k1ws
     elif [ -n "$ROUND41E_ANY" ]; then
       bash bench/device_round.sh k1ws
@@ -336,8 +337,7 @@ case "$mode" in
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     bash bench/device_round.sh k1ws
     if on_h200; then
-      timeout 120 python -u bench/copy_floor.py 96:8192 8:65536 > "$OUT/copy_floor.log" 2>&1
-      grep -E "Error|error" "$OUT/copy_floor.log" | head -3; tail -4 "$OUT/copy_floor.log"
+      copy_floor 120 4 96:8192 8:65536
       BENCH_LIBS=kda_tile,cudnn_fe BENCH_SKIP=8 peer_rows 150
     else
       bash bench/device_round.sh round41c
@@ -373,8 +373,7 @@ case "$mode" in
     SPLIT_CHUNK=32 SPLIT_SCAN_PARTS=1,4,2 SPLIT_SHAPES="H8 1x65536,H16 1x65536,H8 1x262144" \
       timeout 330 python -u bench/split_round.py 8 16 > "$OUT/split_scan.log" 2>&1
     grep -E "Error|error" "$OUT/split_scan.log" | head -3; tail -20 "$OUT/split_scan.log"
-    timeout 150 python -u bench/copy_floor.py 96:8192 8:65536 > "$OUT/copy_floor.log" 2>&1
-    grep -E "Error|error" "$OUT/copy_floor.log" | head -3; tail -6 "$OUT/copy_floor.log" ;;
+    copy_floor 150 6 96:8192 8:65536 ;;
   fused)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu --format=csv | tee "$OUT/gpu.txt"
     timeout 120 python bench/fused_round.py prewarm smoke > "$OUT/smoke.log" 2>&1; grep -E "SMOKE|correctness|FAILED|Error" "$OUT/smoke.log" | tail -30
@@ -1123,8 +1122,7 @@ PY
     # against the released 16- and 32-token K1 and a contiguous copy of the same bytes (NOTES
     # session 34 has the prediction for each card)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-    timeout 240 python -u bench/copy_floor.py 96:8192 8:65536 32:131072 > "$OUT/copy_floor.log" 2>&1
-    grep -E "Error|error" "$OUT/copy_floor.log" | head -3; tail -5 "$OUT/copy_floor.log" ;;
+    copy_floor 240 5 96:8192 8:65536 32:131072 ;;
   round33a)
     # sessions 32-33: sequences of at most one chunk as one kernel (K1Config.short_out: o = Mqk
     # (Ab v), no workspace, a program a sequence), JIT, checked against float64, then against

@@ -69,6 +69,15 @@ def _ws_chunks_build(n=4):
     return registry.Build("k1", dataclasses.replace(base.config, ws_chunks=n, min_blocks=4))
 
 
+@pytest.fixture(scope="module")
+def ws_k1():
+    """The ws_chunks 4 build, its release job and its lowering (one lowering for the tests below)."""
+    from verify.jobs import build_job
+    from verify.lowering import lower
+    b = _ws_chunks_build()
+    return b, build_job(b), lower(b.prim_func(), registry.pass_configs(b), b.name)
+
+
 def test_ws_chunks_is_the_fixed_32_token_workspace_k1s():
     """K1Config.ws_chunks (session 41, JIT only): named, and refused outside the fixed 32-token
     workspace K1 (the varlen slot search and the 16-token and short forms have no chunk loop)."""
@@ -80,7 +89,7 @@ def test_ws_chunks_is_the_fixed_32_token_workspace_k1s():
             registry.Build("k1", dataclasses.replace(b.config, **field)).prim_func()
 
 
-def test_ws_chunks_k1_proves_and_waits_for_each_chunk():
+def test_ws_chunks_k1_proves_and_waits_for_each_chunk(ws_k1):
     """The 32-token K1 over four chunk slots a program, each next chunk's q, k, g copies issued
     behind this chunk's [L; Mqk] product: verify proves it whole (the last program walks only the
     slots below NC, so every workspace byte is stored once), and with the loop's wait for the
@@ -88,13 +97,9 @@ def test_ws_chunks_k1_proves_and_waits_for_each_chunk():
     import dataclasses
 
     from verify import mutate
-    from verify.jobs import build_job
-    from verify.lowering import lower
     from verify.report import PROVED, KernelReport
     from verify.runner import verify_lowered
-    b = _ws_chunks_build()
-    job = build_job(b)
-    low = lower(b.prim_func(), registry.pass_configs(b), b.name)
+    b, job, low = ws_k1
     clean = {c.name: c.status for c in verify_lowered(low, job, KernelReport(name=b.name)).checks}
     assert clean and all(s == PROVED for s in clean.values()), clean
     assert "T.ptx_wait_group(0)" in low.device_script.split("for jc in")[1].split("T.ptx_cp_async(")[0]
@@ -105,7 +110,7 @@ def test_ws_chunks_k1_proves_and_waits_for_each_chunk():
     assert got["barriers.race"] != PROVED, got
 
 
-def test_ws_chunks_k1_with_its_slot_bound_before_the_loop_fails_written_once():
+def test_ws_chunks_k1_with_its_slot_bound_before_the_loop_fails_written_once(ws_k1):
     """Session 41's first ws_chunks build bound the stores' slot before the chunk loop, so every
     chunk of a program was stored to its first slot; bounds, races and barriers all held and
     verify proved it. The same bug as an IR mutation (the stores' slot `bc` bound to the loop's
@@ -115,15 +120,11 @@ def test_ws_chunks_k1_with_its_slot_bound_before_the_loop_fails_written_once():
     from tvm.tirx.stmt_functor import post_order_visit
 
     from verify import mutate
-    from verify.jobs import build_job
-    from verify.lowering import lower
     from verify.report import FAILED, PROVED, KernelReport
     from verify.runner import verify_lowered
     from verify.tir import tirx
-    b = _ws_chunks_build()
-    job = build_job(b)
+    b, job, low = ws_k1
     assert "Wk" in job.written_once
-    low = lower(b.prim_func(), registry.pass_configs(b), b.name)
     assert "bc: T.int32 = sl_1[0]" in low.device_script
     names = {}
     post_order_visit(low.device_func.body,
