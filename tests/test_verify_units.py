@@ -408,3 +408,25 @@ def test_written_once_declarations_are_checked():
     assert st == FAILED and "no tensor outt" in msgs[0], msgs
     st, msgs = verdict(dataclasses.replace(base, written_once=("X",), release=True))
     assert st == FAILED and any("out is written, but" in m for m in msgs), msgs
+
+
+def test_confirm_takes_the_relaxed_model_then_pinned_shapes_then_the_whole_query():
+    """Ctx.confirm (2.20.0), the step barriers.race, global_race and written_once share after a
+    relaxed query is satisfiable: the relaxed model where it satisfies the whole question, else a
+    model with the shapes pinned to the relaxed model's, else the whole query; UNSAT stays UNSAT."""
+    import types
+
+    from verify import solver
+    N, bx = z3.Int("N"), z3.Int("blockIdx.x")
+    syms = types.SimpleNamespace(uf_info={}, role={})
+    k = types.SimpleNamespace(syms=syms, counts=None, monotone={}, distinct=(), extent_defs={},
+                              blocks={"x": (bx, N)}, threads={}, loops=[], shape={"N": N})
+    ctx = solver.Ctx(k)
+    res, m0 = ctx.solve([N == 4])
+    assert res == "sat"
+    assert ctx.confirm(m0, [N >= 1]) == ("sat", m0)                      # a witness as it stands
+    res, m = ctx.confirm(m0, [bx * N == 12, bx >= 0, bx < N])            # N pinned to 4: bx = 3
+    assert res == "sat" and m.eval(bx).as_long() == 3 and m.eval(N).as_long() == 4
+    res, m = ctx.confirm(m0, [bx * N == 13, bx >= 1, bx < N])            # not at N = 4: N = 13
+    assert res == "sat" and m.eval(N).as_long() == 13
+    assert ctx.confirm(m0, [bx * N == 13, bx >= 2, N >= 2])[0] == "unsat"

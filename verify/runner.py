@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -109,9 +110,11 @@ def progress_line(report: KernelReport, done: int, total: int) -> str:
             f"(lower {report.lower_seconds:.1f}, checks {report.verify_seconds:.1f})  {slowest}")
 
 
+@functools.lru_cache(maxsize=None)
 def verifier_digest() -> str:
     """sha256 over the verifier's own source files (verify/**/*.py): any edit to a check, the
-    model, the extraction or the solver setup changes it, whether or not VERSION was bumped."""
+    model, the extraction or the solver setup changes it, whether or not VERSION was bumped.
+    Read once a process (every proof key asks for it)."""
     import hashlib
     from pathlib import Path
     root = Path(__file__).resolve().parent

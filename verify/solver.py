@@ -289,6 +289,21 @@ class Ctx:
         q = list(formulas) + pins
         return self.solve(q + self.product_lemmas(q), rlimit=rlimit)
 
+    def confirm(self, model, formulas):
+        """A relaxed query (nonlinear loop bounds and guards dropped) found `model`; is `formulas`,
+        the same question with all of them kept, satisfiable? By the model itself where it
+        satisfies them (a witness as it stands; the query it spares can take minutes on a
+        nonlinear K1), else with the shapes pinned to the model's (solve_near), else by the whole
+        query with the product facts. Returns solve()'s ('sat', model) | ('unsat', None) |
+        ('unknown', reason)."""
+        formulas = list(formulas)
+        if self.satisfied_by(model, formulas):
+            return "sat", model
+        res, m = self.solve_near(model, formulas)
+        if res == "sat":
+            return res, m
+        return self.solve(formulas + self.product_lemmas(formulas) + self.order_lemmas(formulas))
+
     def product_lemmas(self, formulas):
         """For each product v*g with v a bounded index (lo <= v < hi): lo*g <= v*g <= (hi-1)*g
         when g >= 0. True facts that let the solver bound `b*H*T` by `(B-1)*H*T` linearly."""

@@ -1256,16 +1256,8 @@ def _race_(st):
             st.incomplete_pair = set(st.incomplete)
             res, m, orders = _staged(st, x, y, fs, overlap, ax, ay)
             if res == "sat":
-                # the relaxed query dropped nonlinear bounds and guards: confirm with all of them,
-                # by the relaxed model itself where it satisfies them (a witness as it stands;
-                # the query it spares can take minutes on a nonlinear K1), else by a query
-                full = ctx.base([(x, "1"), (y, "2")]) + extra + order + orders + overlap
-                if not ctx.satisfied_by(m, full):
-                    res, m2 = ctx.solve_near(m, full)   # the relaxed model's shapes first
-                    if res != "sat":
-                        res, m2 = ctx.solve(full + ctx.product_lemmas(full))
-                    if res == "sat":
-                        m = m2
+                # the relaxed query dropped nonlinear bounds and guards: confirm with all of them
+                res, m = ctx.confirm(m, ctx.base([(x, "1"), (y, "2")]) + extra + order + orders + overlap)
             if res == "sat":
                 from ..solver import evaluate
                 reported.add(key)
@@ -1384,10 +1376,8 @@ def _global_race(st):
                 res, m = ctx.solve(fs + [differ] + overlap)
                 if res == "sat":
                     # confirm without the relaxation of nonlinear bounds and guards
-                    full = _two_block_facts(k, ctx, x, y, relaxed=False)
-                    res, m = ctx.solve(full + [differ] + overlap + ctx.product_lemmas(full + overlap)
-                                       + ctx.order_lemmas(full + overlap))
-                    fs = full
+                    fs = _two_block_facts(k, ctx, x, y, relaxed=False)
+                    res, m = ctx.confirm(m, fs + [differ] + overlap)
             if res == "sat":
                 from ..solver import evaluate
                 what = "write" if y.write else "write and read"
@@ -1404,9 +1394,10 @@ def _global_race(st):
 def _exclusive_branches(ctx, k, x, y):
     """Where stores x and y sit in the two branches of one `if` (a whole chunk's store and its
     guarded tail), one thread runs at most one of them per iteration of the loops around the `if`:
-    the two executions differ in the thread or in one of those loops. Only where the condition
-    reads nothing but shape, block, thread and those loops' indices (and memory indexed by them,
-    the same in both executions); else [] (every pair of executions: sound)."""
+    the two executions differ in the thread or in one of those loops. That holds whatever the
+    condition reads (one execution of an `if` takes one branch); every repetition of a statement
+    is a loop of the model (a while loop is outside it: model.unsupported). Else [] (every pair of
+    executions: sound)."""
     def chain(site):
         out, blk = [], site.parent
         while blk is not None and blk.owner is not None:
@@ -1422,11 +1413,6 @@ def _exclusive_branches(ctx, k, x, y):
             if isinstance(blk.owner, M.LoopNode):
                 outer.append(blk.owner.loop.sym)
             blk = blk.owner.parent
-        names = {str(c) for c in outer}
-        for n in consts_of(node.cond):
-            role = k.syms.role.get(n)
-            if role not in ("shape", "block", "param", "thread") and n not in names:
-                return []
         lin1, lin2 = ctx.instance(k.thread_linear(), "1"), ctx.instance(k.thread_linear(), "2")
         return [z3.Or([lin1 != lin2] + [ctx.instance(v, "1") != ctx.instance(v, "2") for v in outer])]
     return []
@@ -1497,14 +1483,8 @@ def _written_once(st):
                 res, m = ctx.solve(fs + overlap)
                 if res == "sat":
                     # confirm with the nonlinear loop bounds and guards kept
-                    full = ctx.base([(x, "1"), (y, "2")]) + extra + overlap
-                    if not ctx.satisfied_by(m, full):
-                        res, m2 = ctx.solve_near(m, full)
-                        if res != "sat":
-                            res, m2 = ctx.solve(full + ctx.product_lemmas(full) + ctx.order_lemmas(full))
-                        if res == "sat":
-                            m = m2
-                    fs = full
+                    fs = ctx.base([(x, "1"), (y, "2")]) + extra + overlap
+                    res, m = ctx.confirm(m, fs)
                 if res == "sat":
                     from ..solver import evaluate
                     lin1, lin2 = (ctx.instance(k.thread_linear(), g) for g in ("1", "2"))
