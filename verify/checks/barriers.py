@@ -1904,17 +1904,26 @@ def _block_disjoint(k, ctx, s):
 
 GENERIC_WRITES = ("store", "stmatrix", "pointer", "cp_async")
 ASYNC_READS = ("wgmma", "tma_store")
+# the global side of TMA loads (reads) and stores (writes): async-proxy accesses of global memory
+GLOBAL_ASYNC = ("tma_load_src", "tma_load_box", "tma_store_dst", "tma_store_box")
 RELEASES = ("arrive", "arrive_expect_tx", "syncthreads", "named_sync", "named_arrive")
 
 
 class _Flow:
-    """Dirty generic-proxy writes along the program. Role branches (thread-dependent `if`s)
-    run concurrently: the writes one branch publishes on a channel (an mbarrier it arrives
-    on, a named barrier) reach the other branch, at its start (a sound over-approximation),
-    when that branch acquires the channel (waits on the mbarrier, takes part in the barrier)."""
+    """Dirty generic-proxy writes along the program: of shared memory, and of global memory
+    (plain and atomic stores). fence.proxy.async.shared::cta (TileLang's fence_proxy_async)
+    cleans shared memory only; nothing TileLang emits cleans global memory, so a generic write of
+    global bytes reaches every later TMA load or store in the kernel. Role branches
+    (thread-dependent `if`s) run concurrently: the writes one branch publishes on a channel (an
+    mbarrier it arrives on, a named barrier) reach the other branch, at its start (a sound
+    over-approximation), when that branch acquires the channel (waits on the mbarrier, takes
+    part in the barrier)."""
 
     def __init__(self, k):
         self.k = k
+        self.glob = frozenset(s.id for s in k.sites if s.kind == "access" and s.write and s.buf is not None
+                              and s.buf.scope == "global" and not s.async_proxy
+                              and (s.op in GENERIC_WRITES or s.op == "atomic"))
         self.candidates = set()
         self.published = {}       # channel -> write site ids dirty at a release on it
         self._acq = {}
@@ -1952,11 +1961,11 @@ class _Flow:
 
     def item(self, it, dirty):
         if isinstance(it, M.Site):
-            if it.kind == "access" and it.shared and it.write and it.op in GENERIC_WRITES:
+            if it.kind == "access" and it.shared and it.write and it.op in GENERIC_WRITES or it.id in self.glob:
                 return dirty | {it.id}
             if it.op == "proxy_async":
-                return frozenset()
-            if it.kind == "access" and it.shared and it.op in ASYNC_READS:
+                return dirty & self.glob
+            if it.kind == "access" and (it.shared and it.op in ASYNC_READS or it.op in GLOBAL_ASYNC):
                 for w in dirty:
                     self.candidates.add((w, it.id))
             if it.op in RELEASES and dirty:
@@ -2006,6 +2015,28 @@ def _proxy_fence(st):
     by_id = {s.id: s for s in k.sites}
     for wid, rid in sorted(flow.candidates):
         w, r = by_id[wid], by_id[rid]
+        if w.buf.scope != r.buf.scope:
+            continue
+        if w.buf.scope == "global":
+            if w.buf.name != r.buf.name:
+                continue
+            # global bytes: no barrier or fence TileLang emits orders the two proxies
+            overlap = _box_overlap(ctx, w, r, PER_INSTANCE_ROLES)
+            fs = ctx.base([(w, "1"), (r, "2")])
+            res, m = ctx.solve(ctx.base([(w, "1"), (r, "2")], relaxed=True) + overlap)
+            if res == "sat":
+                res, m = ctx.confirm(m, fs + overlap)
+            if res == "sat":
+                what = "writes" if r.write else "reads"
+                f = site_finding(k, ctx, "barriers.proxy_fence", r,
+                                 f"{r.op} {what} {r.buf.name} (async proxy) after a generic-proxy {w.op} of the "
+                                 "same global bytes with no fence.proxy.async.global in between (TileLang's "
+                                 "fence_proxy_async is .shared::cta only)", m, fs + overlap)
+                f.access = f"{w.text}  ->  {r.text}"
+                findings.append(f)
+            elif res == "unknown":
+                findings.append(unknown("barriers.proxy_fence", f"solver could not decide ({m})", r, k))
+            continue
         if w.buf.region != r.buf.region:
             continue
         ew, er = _static_extent(w), _static_extent(r)
