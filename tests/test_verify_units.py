@@ -430,3 +430,24 @@ def test_confirm_takes_the_relaxed_model_then_pinned_shapes_then_the_whole_query
     res, m = ctx.confirm(m0, [bx * N == 13, bx >= 1, bx < N])            # not at N = 4: N = 13
     assert res == "sat" and m.eval(N).as_long() == 13
     assert ctx.confirm(m0, [bx * N == 13, bx >= 2, N >= 2])[0] == "unsat"
+
+
+def test_proxy_fence_is_not_definite_beside_an_extern_call():
+    """barriers.proxy_fence (2.21.1): verify models no ordering effect of an extern call, and one
+    may be the user's own fence.proxy.async.global (TileLang emits none), so a generic store of
+    global bytes read back through TMA is UNKNOWN beside one, FAILED without (seeded
+    write_then_tma_load)."""
+    from tests.seeded import memory_bugs as mb
+    from verify.report import FAILED, UNKNOWN
+    from verify.runner import Job, verify_job
+
+    def verdict(fn):
+        r = verify_job(Job(name="wl", factory=fn, pass_configs=mb.MANUAL, only=("barriers",)))
+        assert r.error is None, r.error
+        c = {c.name: c for c in r.checks}["barriers.proxy_fence"]
+        return c.status, [f.message for f in c.findings]
+
+    st, msgs = verdict(lambda: mb._write_then_load("write_extern_load", False, extern_fence=True))
+    assert st == UNKNOWN and "user_fence_proxy_async_global" in msgs[0], (st, msgs)
+    st, msgs = verdict(mb.write_then_tma_load)
+    assert st == FAILED and "fence.proxy.async.global" in msgs[0], (st, msgs)

@@ -89,6 +89,7 @@ class Extractor:
         self.root = M.Block()
         self.block = self.root
         self.unsupported = []
+        self.opaque_calls = []
         self.descs = {}           # descriptor data Var -> dict
         self.cur_text = ""
         self.cur_call = None
@@ -137,7 +138,7 @@ class Extractor:
             name=self.name, func_name=str(attrs.get("global_symbol", "")) if attrs else "",
             syms=self.syms, shape=self.shape, blocks=self.blocks, threads=self.threads,
             bufs=self.by_name, root=self.root, sites=self.sites, loops=self.loops,
-            unsupported=self.unsupported, readonly=self.readonly,
+            unsupported=self.unsupported, opaque_calls=self.opaque_calls, readonly=self.readonly,
             tma_descs=self.L.tma_descs, layouts=self.L.layouts,
             script_lines=self.L.device_script.splitlines())
         k.dyn_shared_bytes = int(attrs.get("dyn_shared_memory_buf", 0)) if attrs else 0
@@ -1078,6 +1079,8 @@ class Extractor:
                 self.unsupported.append((self.cur_text, f"intrinsic {name}: its effect on memory and ordering "
                                                         f"is not modelled"))
             self.cur_call = name if name != "tirx.call_extern" or not a else str(getattr(a[0], "value", name))
+            if name in ("tirx.call_extern", "tirx.call_pure_extern"):
+                self.opaque_calls.append((self.cur_text, self.cur_call))
             try:
                 self.tr.expr(v)  # generic: loads and pointers inside the arguments
             finally:

@@ -112,6 +112,7 @@ class Kernel:
     sites: list
     loops: list
     unsupported: list             # (text, reason): constructs the encoding cannot decide
+    opaque_calls: list = field(default_factory=list)     # (text, callee): extern calls, no ordering modelled
     dyn_shared_bytes: int = 0
     static_shared_bytes: int = 0
     shared_regions: dict = field(default_factory=dict)   # region name -> size in bytes

@@ -427,12 +427,15 @@ EXPECT.update({"store_before_load_done": "barriers.tma_store_overlap", "store_af
 TWIN.update({"store_before_load_done": "store_after_load_done"})
 
 
-def _write_then_load(name, apart):
+def _write_then_load(name, apart, extern_fence=False):
     """Each block writes half of every row of its 64 rows of B with plain stores (a workspace),
     synchronises, then reads columns 0..63 of those rows back through a tiled TMA load. The load
     is an async-proxy read of bytes the generic proxy wrote (`apart` False): it needs a
     fence.proxy.async.global, which TileLang does not emit, and a barrier does not stand in for it.
-    `apart`: the plain stores write columns 64..127, bytes the load does not read (clean)."""
+    `apart`: the plain stores write columns 64..127, bytes the load does not read (clean).
+    `extern_fence`: an extern call between the two, which could be the user's own global fence
+    (verify models no ordering of extern calls, so the finding is UNKNOWN, not FAILED: a unit test,
+    not a seeded bug)."""
     N = BULK_N
 
     @T.prim_func
@@ -444,6 +447,8 @@ def _write_then_load(name, apart):
             for r in T.serial(32):
                 B[bx * 64 + r * 2 + tx // 64, tx % 64 + (64 if apart else 0)] = \
                     A[bx * 64 + r * 2 + tx // 64, tx % 64] * T.float16(2.0)
+            if extern_fence:
+                T.evaluate(T.call_extern("handle", "user_fence_proxy_async_global"))
             T.sync_threads()
             T.tma_copy(B[bx * 64:bx * 64 + 64, 0:64], S, barrier=full[0])
             T.barrier_arrive(full[0])

@@ -2007,6 +2007,22 @@ class _Flow:
         return dirty
 
 
+def _proxy_finding(k, ctx, r, msg, m, fs, access):
+    """A satisfiable proxy_fence query: FAILED, or UNKNOWN where the kernel has constructs outside
+    the model or extern calls (whose ordering effect is not modelled: one may be the fence itself,
+    a user's own fence.proxy.async.global)."""
+    if k.unsupported or k.opaque_calls:
+        calls = sorted({c for _, c in k.opaque_calls})
+        what = f"extern calls ({', '.join(calls)})" if calls else "constructs outside the model (model.unsupported)"
+        f = unknown("barriers.proxy_fence", f"{msg}; not definite: the kernel has {what}, one of which may be "
+                    "a proxy fence", r, k)
+        f.counterexample = ctx.counterexample(m, fs)
+    else:
+        f = site_finding(k, ctx, "barriers.proxy_fence", r, msg, m, fs)
+    f.access = access
+    return f
+
+
 def _proxy_fence(st):
     k, ctx = st.k, st.ctx
     flow = _Flow(k)
@@ -2028,12 +2044,10 @@ def _proxy_fence(st):
                 res, m = ctx.confirm(m, fs + overlap)
             if res == "sat":
                 what = "writes" if r.write else "reads"
-                f = site_finding(k, ctx, "barriers.proxy_fence", r,
-                                 f"{r.op} {what} {r.buf.name} (async proxy) after a generic-proxy {w.op} of the "
-                                 "same global bytes with no fence.proxy.async.global in between (TileLang's "
-                                 "fence_proxy_async is .shared::cta only)", m, fs + overlap)
-                f.access = f"{w.text}  ->  {r.text}"
-                findings.append(f)
+                msg = (f"{r.op} {what} {r.buf.name} (async proxy) after a generic-proxy {w.op} of the same global "
+                       "bytes with no fence.proxy.async.global in between (TileLang's fence_proxy_async is "
+                       ".shared::cta only)")
+                findings.append(_proxy_finding(k, ctx, r, msg, m, fs + overlap, f"{w.text}  ->  {r.text}"))
             elif res == "unknown":
                 findings.append(unknown("barriers.proxy_fence", f"solver could not decide ({m})", r, k))
             continue
@@ -2048,11 +2062,9 @@ def _proxy_fence(st):
         fs = ctx.base([(w, "1"), (r, "2")])
         res, m = ctx.solve(fs + [ow < orr + nr, orr < ow + nw])
         if res == "sat":
-            f = site_finding(k, ctx, "barriers.proxy_fence", r,
-                             f"{r.op} reads {r.buf.name} (async proxy) after a generic-proxy {w.op} "
-                             f"of {w.buf.name} with no fence.proxy.async in between", m, fs)
-            f.access = f"{w.text}  ->  {r.text}"
-            findings.append(f)
+            msg = (f"{r.op} reads {r.buf.name} (async proxy) after a generic-proxy {w.op} "
+                   f"of {w.buf.name} with no fence.proxy.async in between")
+            findings.append(_proxy_finding(k, ctx, r, msg, m, fs, f"{w.text}  ->  {r.text}"))
         elif res == "unknown":
             findings.append(unknown("barriers.proxy_fence", f"solver could not decide ({m})", r, k))
     return findings, f"{len(flow.candidates)} unfenced write/async-read paths"
