@@ -300,14 +300,6 @@ case "$mode" in
     if [ -n "${K1WS_QUICK:-}" ]; then set -- "$R32" "$M4,w=4"; else set -- "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2"; fi
     K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
-  round43a)
-    # session 43: on an H200 only, K1's copy floor at both shapes and the ws_chunks K1s (k1ws),
-    # without issue 13's rows 9-10 (~5 min); nothing on an H100
-    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-    if on_h200; then
-      copy_floor 120 4 96:8192 8:65536
-      bash bench/device_round.sh k1ws
-    fi ;;
   round42b)
     # session 42, the last device seconds: on an H200 only, K1's copy floor and the ws_chunks K1 at
     # 4 programs an SM beside the released 32-token K1 at H96 1x8192 (~2 min); nothing on an H100
