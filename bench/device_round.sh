@@ -328,7 +328,7 @@ case "$mode" in
     if on_h200; then
       copy_floor 120 4 96:8192 8:65536
       bash bench/device_round.sh k1ws
-    elif [ -n "$ROUND41E_ANY" ]; then
+    elif [ -n "${ROUND41E_ANY:-}" ]; then
       bash bench/device_round.sh k1ws
     fi ;;
   round41d)

@@ -451,3 +451,21 @@ def test_proxy_fence_is_not_definite_beside_an_extern_call():
     assert st == UNKNOWN and "user_fence_proxy_async_global" in msgs[0], (st, msgs)
     st, msgs = verdict(mb.write_then_tma_load)
     assert st == FAILED and "fence.proxy.async.global" in msgs[0], (st, msgs)
+
+
+def test_definite_finding_is_unknown_with_a_reason():
+    """checks.common.definite_finding (2.22.0), which race, written_once and proxy_fence share: a
+    satisfiable query is FAILED only where nothing it depends on lies outside the model; with a
+    reason it is UNKNOWN, naming the reason, and keeps the counterexample."""
+    from types import SimpleNamespace
+
+    from verify.checks.common import definite_finding
+    from verify.report import FAILED, UNKNOWN
+
+    ctx = SimpleNamespace(counterexample=lambda m, fs: {"model": m, "n": len(fs)})
+    k = SimpleNamespace(script_lines=[])
+    f = definite_finding(k, ctx, "barriers.race", None, "data race on X", "m0", [1, 2], "")
+    assert f.status == FAILED and f.message == "data race on X" and f.counterexample == {"model": "m0", "n": 2}
+    f = definite_finding(k, ctx, "barriers.race", None, "data race on X", "m0", [1, 2], "orderings through w")
+    assert f.status == UNKNOWN and f.message == "data race on X; not definite: orderings through w"
+    assert f.counterexample == {"model": "m0", "n": 2}

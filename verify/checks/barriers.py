@@ -19,7 +19,7 @@ from ..phases import Phases
 from ..report import check_result
 from ..solver import PER_INSTANCE_ROLES
 from ..z3expr import consts_of
-from .common import FAILED, Finding, abs_range, mentions, simplify_int, site_finding, unknown
+from .common import FAILED, Finding, abs_range, definite_finding, mentions, simplify_int, site_finding, unknown
 
 CATEGORY = "barriers"
 ARRIVES = ("arrive", "arrive_expect_tx")
@@ -1264,12 +1264,7 @@ def _race_(st):
                 kinds = f"{'write' if x.write else 'read'} ({x.op}) / {'write' if y.write else 'read'} ({y.op})"
                 msg = (f"data race on {x.buf.name}: {kinds}, byte {evaluate(m, z3.If(ox > oy, ox, oy))}, "
                        f"threads {evaluate(m, lin1)} and {evaluate(m, lin2)} with no barrier ordering them")
-                why = _not_definite(st, x, y)
-                if why:
-                    f = unknown("barriers.race", f"{msg}; not a definite race: {why}", x, k)
-                    f.counterexample = ctx.counterexample(m, fs + overlap)
-                else:
-                    f = site_finding(k, ctx, "barriers.race", x, msg, m, fs + overlap)
+                f = definite_finding(k, ctx, "barriers.race", x, msg, m, fs + overlap, _not_definite(st, x, y))
                 f.access = f"{x.text}  <->  {y.text}"
                 findings.append(f)
             elif res == "unknown":
@@ -1298,6 +1293,20 @@ def _thread_digits_disjoint(st, x, y, extra):
     return res == "unsat"
 
 
+def _outside_model(k, opaque=(), calls=False):
+    """Why a satisfiable query is not definite for reasons of the kernel as a whole (empty: it
+    is): buffers accessed through opaque calls, constructs outside the model (an intrinsic
+    outside it may be what orders two accesses: an arrival it makes) and, with `calls`, extern
+    calls (one may be an ordering the model does not know, a user's own fence)."""
+    why = [f"{', '.join(opaque)} accessed through calls whose accesses are not modelled"] if opaque else []
+    if k.unsupported:
+        why.append("the kernel has constructs outside the model (model.unsupported)")
+    if calls and k.opaque_calls:
+        why.append(f"the kernel has extern calls ({', '.join(sorted({c for _, c in k.opaque_calls}))}), "
+                   "whose ordering effect is not modelled")
+    return "; ".join(why)
+
+
 def _not_definite(st, x, y):
     """Why a satisfying race query is not a definite race (empty: it is one)."""
     why = []
@@ -1306,9 +1315,8 @@ def _not_definite(st, x, y):
             why.append(f"{s.buf.name} is accessed through {s.extra['opaque']}, whose accesses are not modelled")
     if st.incomplete:
         why.append("orderings through " + ", ".join(sorted(st.incomplete)) + " are not modelled")
-    if st.k.unsupported:
-        # an intrinsic outside the model may be what orders the two (an arrival it makes)
-        why.append("the kernel has constructs outside the model (model.unsupported)")
+    if _outside_model(st.k):
+        why.append(_outside_model(st.k))
     for key in st.counter.keys():
         for s in (x, y):
             if any(st.k.syms.pretty.get(n, "").startswith("barriers_") for n in consts_of(st.counter.before(s, key))):
@@ -1492,12 +1500,8 @@ def _written_once(st):
                     msg = (f"{name} is written twice by one block: {where}threads {evaluate(m, lin1)} and "
                            f"{evaluate(m, lin2)}" + ("" if x is not y else " (one store, two executions)"))
                     opaque = [s.buf.name for s in (x, y) if s.extra.get("opaque")]
-                    if opaque or k.unsupported:
-                        f = unknown("barriers.written_once", msg + "; not definite: accesses or constructs outside "
-                                    "the model", x, k)
-                        f.counterexample = ctx.counterexample(m, fs)
-                    else:
-                        f = site_finding(k, ctx, "barriers.written_once", x, msg, m, fs)
+                    why = _outside_model(k, opaque)
+                    f = definite_finding(k, ctx, "barriers.written_once", x, msg, m, fs, why)
                     f.access = x.text if x is y else f"{x.text}  <->  {y.text}"
                     findings.append(f)
                 elif res == "unknown":
@@ -1590,7 +1594,7 @@ def _box_race(k, ctx, x, y, differ):
     if res == "unsat":
         return None
     q = _two_block_facts(k, ctx, x, y, relaxed=False) + [differ] + overlap
-    res, m = ctx.solve(q + ctx.product_lemmas(q) + ctx.order_lemmas(q))
+    res, m = ctx.confirm(m, q)
     if res == "sat":
         what = "write" if y.write else "write and read"
         box = "a TMA store's box" if "box_coords" in x.extra or y.write else "a TMA load's box"
@@ -1654,7 +1658,7 @@ def _tma_store_overlap(st):
             if res == "unsat":
                 continue
             full = ctx.base([(x, "1"), (y, "2")]) + extra + overlap
-            res, m = ctx.solve(full + ctx.product_lemmas(full) + ctx.order_lemmas(full))
+            res, m = ctx.confirm(m, full)
             if res == "sat":
                 if not later:
                     what = ("TMA load" if y.op in TMA_LOADS else "write" if y.write else "read")
@@ -2011,14 +2015,7 @@ def _proxy_finding(k, ctx, r, msg, m, fs, access):
     """A satisfiable proxy_fence query: FAILED, or UNKNOWN where the kernel has constructs outside
     the model or extern calls (whose ordering effect is not modelled: one may be the fence itself,
     a user's own fence.proxy.async.global)."""
-    if k.unsupported or k.opaque_calls:
-        calls = sorted({c for _, c in k.opaque_calls})
-        what = f"extern calls ({', '.join(calls)})" if calls else "constructs outside the model (model.unsupported)"
-        f = unknown("barriers.proxy_fence", f"{msg}; not definite: the kernel has {what}, one of which may be "
-                    "a proxy fence", r, k)
-        f.counterexample = ctx.counterexample(m, fs)
-    else:
-        f = site_finding(k, ctx, "barriers.proxy_fence", r, msg, m, fs)
+    f = definite_finding(k, ctx, "barriers.proxy_fence", r, msg, m, fs, _outside_model(k, calls=True))
     f.access = access
     return f
 

@@ -31,6 +31,17 @@ def site_finding(kernel, ctx, check, site, message, model=None, formulas=(), sta
                    counterexample=cex)
 
 
+def definite_finding(kernel, ctx, check, site, message, model, formulas, why):
+    """A satisfiable query of `check`: FAILED where the model is exact for it, else (`why`: the
+    constructs or orderings outside the model it depends on) UNKNOWN with the same counterexample.
+    An unknown is never upgraded to a failure."""
+    if not why:
+        return site_finding(kernel, ctx, check, site, message, model, formulas)
+    f = unknown(check, f"{message}; not definite: {why}", site, kernel)
+    f.counterexample = ctx.counterexample(model, formulas)
+    return f
+
+
 def unknown(check, message, site=None, kernel=None):
     return Finding(check=check, status=UNKNOWN, message=message,
                    buffer=site.buf.name if site is not None and site.buf is not None else None,
