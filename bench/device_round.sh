@@ -300,6 +300,35 @@ case "$mode" in
     if [ -n "${K1WS_QUICK:-}" ]; then set -- "$R32" "$M4,w=4"; else set -- "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2"; fi
     K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
+  round44b)
+    # session 44, after round 44a: what K1's work is made of once bytes are to spare: the released
+    # 32-token K1 without its qd, kr, gC stores (p=colstore), then each stage left out as well (the
+    # diagonal blocks' forward substitution, the off-diagonal block's products, the [L; Mqk]
+    # product, the Wk product), then all four, at H96 1x8192 (JIT, ~2 min; fails the check by
+    # construction, timed only)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
+    set -- "$R32"
+    for p in colstore colstore+inverse colstore+inv21 colstore+lm colstore+ab colstore+inverse+inv21+lm+ab; do
+      set -- "$@" "$R32,p=$p"
+    done
+    K1_SHAPES="H96 1x8192;H8 1x65536" timeout 300 python -u bench/k1_round.py "$@" > "$OUT/k1_parts.log" 2>&1
+    grep -E "Error|error|FAILED" "$OUT/k1_parts.log" | head -3; tail -9 "$OUT/k1_parts.log" ;;
+  round44a)
+    # session 44: is K1 held by its loads' latency where the card has bandwidth to spare (the
+    # H200's case)? On any card, JIT against float64: the released 32-token K1 and ws_chunks 4 at
+    # 4 an SM, each whole and without its qd, kr, gC stores (p=colstore: 70% of K1's bytes), at
+    # H96 1x8192 and H8 1x65536 (~3 min); on an H200 K1's copy floor first and ws_chunks 2 too
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
+    M4=${R32/1,128,5/1,128,4}
+    set -- "$R32" "$R32,p=colstore" "$M4,w=4" "$M4,w=4,p=colstore"
+    if on_h200; then
+      copy_floor 120 4 96:8192 8:65536
+      set -- "$@" "$R32,w=2"
+    fi
+    K1_SHAPES="H96 1x8192;H8 1x65536" timeout 300 python -u bench/k1_round.py "$@" > "$OUT/k1_colstore.log" 2>&1
+    grep -E "Error|error|FAILED" "$OUT/k1_colstore.log" | head -3; tail -8 "$OUT/k1_colstore.log" ;;
   round42b)
     # session 42, the last device seconds: on an H200 only, K1's copy floor and the ws_chunks K1 at
     # 4 programs an SM beside the released 32-token K1 at H96 1x8192 (~2 min); nothing on an H100

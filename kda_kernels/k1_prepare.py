@@ -262,7 +262,8 @@ def build_k1(cfg: K1Config):
             e2[e] = pow2(tot_s[1, d2 * 2 + e], fast)
             # the anchor G_m in the half's own terms: T1 in the first half, 0 in the second
             t1[e] = T.if_then_else(hf == 0, t1[e], 0.0)
-        live = True if unguarded else slot_len[0] > 0 and bc < NC
+        # probe colstore: qd, kr and gC not stored (K1 with 512 of its 912 workspace bytes a token)
+        live = False if "colstore" in skip else True if unguarded else slot_len[0] > 0 and bc < NC
         for i in T.unroll(SUB):
             r = hf * SUB + i
             kn = T.alloc_local((2,), accum)
@@ -502,9 +503,10 @@ def build_k1(cfg: K1Config):
                 acol[i] = 0.0
             for i in T.unroll(SUB):
                 acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
-                for m in T.unroll(SUB):
-                    if m < i:
-                        acc4 = acc4 - L_s[hb * SUB + i, hb * SUB + m] * acol[m]
+                if "inverse" not in skip:
+                    for m in T.unroll(SUB):
+                        if m < i:
+                            acc4 = acc4 - L_s[hb * SUB + i, hb * SUB + m] * acol[m]
                 acol[i] = acc4
             for i in T.unroll(SUB):
                 Ad_s[hb * SUB + i, j] = acol[i]
@@ -523,14 +525,15 @@ def build_k1(cfg: K1Config):
                     Ab_s[SUB + i, j2 * 2 + e] = T.Cast(cfg.mat_dtype, -ao[e] * beta_s[j2 * 2 + e])
                     Ab_s[i, SUB + j2 * 2 + e] = T.Cast(cfg.mat_dtype, 0)
         else:
+            # probe inv21: the off-diagonal block's two products left out
             for i, j in T.Parallel(SUB, SUB):
                 x = T.alloc_var(accum, init=0.0)
-                for m in T.unroll(SUB):
+                for m in T.unroll(0 if "inv21" in skip else SUB):
                     x = x + L_s[SUB + i, m] * Ad_s[m, j]
                 X_s[i, j] = x
             for i, j in T.Parallel(SUB, SUB):
                 a21 = T.alloc_var(accum, init=0.0)
-                for m in T.unroll(SUB):
+                for m in T.unroll(0 if "inv21" in skip else SUB):
                     a21 = a21 - Ad_s[SUB + i, m] * X_s[m, j]
                 Ab_s[SUB + i, j] = T.Cast(cfg.mat_dtype, a21 * beta_s[j])
                 Ab_s[i, SUB + j] = T.Cast(cfg.mat_dtype, 0)
