@@ -304,8 +304,8 @@ case "$mode" in
     # session 44, after round 44a: what K1's work is made of once bytes are to spare: the released
     # 32-token K1 without its qd, kr, gC stores (p=colstore), then each stage left out as well (the
     # diagonal blocks' forward substitution, the off-diagonal block's products, the [L; Mqk]
-    # product, the Wk product), then all four, at H96 1x8192 (JIT, ~2 min; fails the check by
-    # construction, timed only)
+    # product, the Wk product), then all four, at H96 1x8192 and H8 1x65536 (JIT, ~2 min; the
+    # probes fail the check by construction, timed only)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
     set -- "$R32"

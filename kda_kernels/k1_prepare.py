@@ -528,13 +528,15 @@ def build_k1(cfg: K1Config):
             # probe inv21: the off-diagonal block's two products left out
             for i, j in T.Parallel(SUB, SUB):
                 x = T.alloc_var(accum, init=0.0)
-                for m in T.unroll(0 if "inv21" in skip else SUB):
-                    x = x + L_s[SUB + i, m] * Ad_s[m, j]
+                if "inv21" not in skip:
+                    for m in T.unroll(SUB):
+                        x = x + L_s[SUB + i, m] * Ad_s[m, j]
                 X_s[i, j] = x
             for i, j in T.Parallel(SUB, SUB):
                 a21 = T.alloc_var(accum, init=0.0)
-                for m in T.unroll(0 if "inv21" in skip else SUB):
-                    a21 = a21 - Ad_s[SUB + i, m] * X_s[m, j]
+                if "inv21" not in skip:
+                    for m in T.unroll(SUB):
+                        a21 = a21 - Ad_s[SUB + i, m] * X_s[m, j]
                 Ab_s[SUB + i, j] = T.Cast(cfg.mat_dtype, a21 * beta_s[j])
                 Ab_s[i, SUB + j] = T.Cast(cfg.mat_dtype, 0)
 
