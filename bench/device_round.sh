@@ -60,6 +60,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39d # session 39: on an H200 only, issue 13's rows 9-10 with peers (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39c # session 39: lkr over quads again (JIT), then on an H200 issue 13's rows 9-10 with peers (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39b # session 39: the lkr release: build, short GPU tests, 2048 x 64 with the state and cuDNN, JIT nolkr / cq (~7 min; ROUND39B_PEERS=1 on an H200: issue 13's rows 8-10)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round45a # session 45: K1 instruction diet (nl=4, ib), stage probes, ncu by CUDA line (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39a # session 39: last_kr_regs (the pairwise form's lean rows with the final state), JIT against float64, timed, ncu (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round35  # session 35, one call: both short forms' GPU tests, the pairwise form (released, allrows, two kernels), the one-chunk form (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round35m # session 35, short budget: both forms JIT against float64 and timed, no build (~6 min)
@@ -300,6 +301,30 @@ case "$mode" in
     if [ -n "${K1WS_QUICK:-}" ]; then set -- "$R32" "$M4,w=4"; else set -- "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2"; fi
     K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
+  round45a)
+    # session 45: the instruction diet of the released 32-token K1 (JIT against float64, fixed
+    # batch H96 1x8192 and H8 1x65536): the row norms over 4 lanes a row (nl=4), the diagonal
+    # blocks' inverses from 8-row blocks (ib), both; the norms and stages left out (probes);
+    # then ncu source counters of the fixed released K1 by CUDA line (CSVs kept gzipped for
+    # bench/ncu_lines.py) (~5 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
+    set -- "$R32" "$R32,nl=4" "$R32,ib" "$R32,ib,nl=4"
+    for p in norms colstore colstore+inverse colstore+lm colstore+ab; do
+      set -- "$@" "$R32,p=$p"
+    done
+    K1_SHAPES="H96 1x8192;H8 1x65536" timeout 330 python -u bench/k1_round.py "$@" > "$OUT/k1_diet.log" 2>&1
+    grep -E "Error|error|FAILED" "$OUT/k1_diet.log" | head -3; tail -12 "$OUT/k1_diet.log"
+    F32=${R32/,holes/}; F32=${F32/,ds/}; F32=${F32/,sg/}
+    K1_NCU_FIXED=1 timeout 150 ncu --clock-control none --profile-from-start off -k regex:k1 --section SpeedOfLight \
+      --section Occupancy --section WarpStateStats --section SchedulerStats --section InstructionStats \
+      --section SourceCounters -o "$OUT/k1f_src" python bench/k1_round.py ncu "$F32" "$F32,ib,nl=4" > "$OUT/k1f_ncu.log" 2>&1
+    tail -1 "$OUT/k1f_ncu.log"
+    ncu --import "$OUT/k1f_src.ncu-rep" --csv --page details > "$OUT/k1f_details.csv" 2> "$OUT/k1f_src.err"
+    ncu --import "$OUT/k1f_src.ncu-rep" --page source --csv --print-source cuda > "$OUT/k1f_cuda.csv" 2>> "$OUT/k1f_src.err"
+    ncu --import "$OUT/k1f_src.ncu-rep" --page source --csv --print-source sass > "$OUT/k1f_sass.csv" 2>> "$OUT/k1f_src.err"
+    rm -f "$OUT/k1f_src.ncu-rep"; gzip -f "$OUT"/k1f_*.csv
+    grep -E "Duration|Executed Ipc Active|Warp Cycles Per Issued|Registers Per" <(zcat "$OUT/k1f_details.csv.gz") | cut -d, -f13-15 | head -8 ;;
   round44b)
     # session 44, after round 44a: what K1's work is made of once bytes are to spare: the released
     # 32-token K1 without its qd, kr, gC stores (p=colstore), then each stage left out as well (the

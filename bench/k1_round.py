@@ -1,11 +1,13 @@
 """K1 variants (kda_kernels/k1_prepare.py knobs) on the GPU, through TileLang's own JIT.
 
-    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz][,holes][,mqk=k|qk][,diag][,ds][,u0k2][,ch32][,rnr][,tu][,ir][,ho][,el][,lp][,sg][,p=PROBE]
+    python bench/k1_round.py [variant ...]     # variant: chunks_per_cta,threads,min_blocks[,fast][,noftz][,holes][,mqk=k|qk][,diag][,ds][,u0k2][,ch32][,rnr][,tu][,ir][,ib][,nl=N][,ho][,el][,lp][,sg][,p=PROBE]
 
 ch32 (K1Config.chunk = 32): 32-token chunks (one a program, 128 threads); its K2 takes chunk 32.
 rnr (K1Config.rsqrt_nr): the row norms' 1/sqrt as rsqrt.approx and one Newton step.
 tu, ir (K1Config.tail_unswitch, inv_rows; 32-token builds): the gate's tail mask in a branch; the
-inverse's off-diagonal products from row vectors, two columns a thread. ho (K1Config.head_once):
+inverse's off-diagonal products from row vectors, two columns a thread. ib (K1Config.inv_blocks): the 16-row diagonal blocks' inverses from 8-row
+blocks. nl=N (K1Config.norm_lanes): the
+row norms over N lanes a row (4: one pass at 32 and at 16 tokens), not sixteen. ho (K1Config.head_once):
 GVA's q/k head divided once a program. el (K1Config.early_loads): A_log and dt_bias loaded
 first, beta behind the q, k, g copies. lp (K1Config.lean_prologue): the copies' rows from the slot
 search's registers, GVA's division only where HV != H. sg (K1Config.slot_guess): the slot
@@ -60,7 +62,8 @@ def k1_config(spec, varlen, fast=False):
                     mqk_split=next((r[4:] for r in rest if r.startswith("mqk=")), ""), mqk_diag="diag" in rest,
                     dyn_search=varlen and "ds" in rest, u0_in_k2="u0k2" in rest,
                     chunk=32 if "ch32" in rest else C, rsqrt_nr="rnr" in rest,
-                    tail_unswitch="tu" in rest, inv_rows="ir" in rest,
+                    tail_unswitch="tu" in rest, inv_rows="ir" in rest, inv_blocks="ib" in rest,
+                    norm_lanes=next((int(r[3:]) for r in rest if r.startswith("nl=")), 0),
                     head_once="ho" in rest, early_loads="el" in rest,
                     lean_prologue="lp" in rest, slot_guess=varlen and "sg" in rest,
                     ws_chunks=1 if varlen else next((int(r[2:]) for r in rest if r.startswith("w=")), 1))
@@ -215,8 +218,10 @@ def profiled(*calls):
 
 
 def ncu(spec):
-    """One K1 launch at H96 1x8192 (cu_seqlens) for ncu."""
-    go, _ = run_k1(spec, inputs(1, 8192, 96, [8192], seed=7))
+    """One K1 launch at H96 1x8192 for ncu: through cu_seqlens, or as a fixed batch where
+    K1_NCU_FIXED=1."""
+    fixed = os.environ.get("K1_NCU_FIXED") == "1"
+    go, _ = run_k1(spec, inputs(1, 8192, 96, None if fixed else [8192], seed=7))
     profiled(go)
 
 

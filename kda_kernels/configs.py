@@ -342,6 +342,10 @@ class K1Config:
     # Session 23, prepared, not run: dependent loads of cu_seqlens before the copies, 11 at 2048
     # sequences and 13 at 8192, are most of a varlen K1 program's prologue.
     slot_guess: bool = False
+    # Lanes a row in the row norms of q and k (0: the copies' K / 8, sixteen): four lanes of four
+    # 16-byte vectors each take two shuffle levels, not four, and one rsqrt a row, not four
+    # (the norms were ~390 of a 32-token warp's ~2570 instructions; session 45, static SASS).
+    norm_lanes: int = 0
     # Measurement only, never released: "+"-joined parts of the kernel to leave out (bench/k1_round.py):
     # colstore (the qd, kr, gC stores of the column pass), lm (the L and Mqk products and the Mqk
     # store), v (the v load), inverse, ab (the Wk and U0 products and stores), oddhole (a
@@ -393,6 +397,7 @@ class K1Config:
                 + ("_rnr" if self.rsqrt_nr and not self.fast_math else "")
                 + ("_tu" if self.tail_unswitch and self.chunk == 2 * CHUNK else "")
                 + ("_ir" if self.inv_rows and self.chunk == 2 * CHUNK else "")
+                + (f"_nl{self.norm_lanes}" if self.norm_lanes else "")
                 + ("_ib" if self.inv_blocks else "")
                 + ("_ne" if self.next_early else "")
                 + (f"_w{self.ws_chunks}" if self.ws_chunks > 1 else "")

@@ -94,7 +94,10 @@ def build_k1(cfg: K1Config):
     ne = multi and cfg.next_early or wsm
     assert not cfg.col_quads or stack, f"{cfg.name}: col_quads takes the 128-thread pairwise form"
     HB = C // 2                  # K1Config.inv_blocks: the inverse's 8-row blocks
-    assert not cfg.inv_blocks or stack, f"{cfg.name}: inv_blocks takes the 128-thread pairwise form"
+    if NSUB == 2:
+        HB = SUB // 2            # ... of a 32-token chunk's 16-row diagonal blocks
+    assert not cfg.inv_blocks or stack or NSUB == 2, \
+        f"{cfg.name}: inv_blocks takes the 128-thread pairwise form or a 32-token chunk"
     KO, QO, DQO = (0, R, R) if stack else (0, 0, 0)    # rows of k, q in q_s and of qd in kdh_s
     assert TPC == 1 or (multi and TPC == 2 and cfg.mqk_diag), f"{cfg.name}: 128 threads at 16 tokens: the pairwise form's"
     assert not short or (CPB == 1 and C == CHUNK and not u0k2 and not split_k and cfg.lean_prologue
@@ -105,6 +108,12 @@ def build_k1(cfg: K1Config):
     unguarded = CPB == 1 and (not cfg.varlen or cfg.skip_holes) and NSUB == 2
     assert not (u0k2 and split_k), "u0_in_k2 with the fp16 Wk operand only"
     assert NSUB == 1 or not split_k, "a 32-token chunk takes Mqk from one bf16 product"
+    # the row norms' lanes a row (K1Config.norm_lanes; the copies' LPR by default)
+    NL = cfg.norm_lanes or LPR
+    NRP = cfg.threads // NL      # rows a norm pass
+    VPL = LPR // NL              # 16-byte vectors a lane
+    XORS_NL = [NL >> j for j in range(1, NL.bit_length())]
+    assert LPR % NL == 0 and cfg.threads % NL == 0 and R % NRP == 0, f"{cfg.name}: norm_lanes {NL}"
 
     def sigm(x, fast):
         if cfg.ftz and not fast:
@@ -234,7 +243,8 @@ def build_k1(cfg: K1Config):
         for i in T.unroll(SUB):
             for e in T.unroll(2):
                 x = T.Cast(accum, ki_s[hf * SUB + i, d2 * 2 + e])
-                s_ = gate_sigm(a_h, x, nb[e])
+                # probe gate (measurement only): the gate's two MUFU operations left out
+                s_ = gate_sigm(a_h, x, nb[e]) if "gate" not in skip else a_h * x + nb[e]
                 if cfg.tail_unswitch:
                     gcol[i, e] = lbl * s_
                 else:
@@ -497,20 +507,52 @@ def build_k1(cfg: K1Config):
         """Ab = (I + L)^-1 diag(beta) of a 32-token chunk from its 16-row blocks: the diagonal
         blocks A11, A22 by forward substitution (a thread a column of a block, as for a 16-token
         chunk), then A21 = -A22 (L21 A11) over all threads."""
-        for hb, j in T.Parallel(NSUB, SUB):
-            acol = T.alloc_local((SUB,), accum)
-            for i in T.unroll(SUB):
-                acol[i] = 0.0
-            for i in T.unroll(SUB):
-                acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
-                if "inverse" not in skip:
-                    for m in T.unroll(SUB):
-                        if m < i:
-                            acc4 = acc4 - L_s[hb * SUB + i, hb * SUB + m] * acol[m]
-                acol[i] = acc4
-            for i in T.unroll(SUB):
-                Ad_s[hb * SUB + i, j] = acol[i]
-                Ab_s[hb * SUB + i, hb * SUB + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[hb * SUB + j])
+        if cfg.inv_blocks:
+            # each 16-row block from its 8-row blocks: their inverses P by forward substitution
+            # (32 threads, a column of an 8-row block each: chains of 28 products, not 120), then
+            # the lower left -P2 (L21 P1) over 128 threads, by way of Y = L21 P1 in X_s's first rows
+            for qb, j in T.Parallel(2 * NSUB, HB):
+                acol = T.alloc_local((HB,), accum)
+                for i in T.unroll(HB):
+                    acol[i] = 0.0
+                for i in T.unroll(HB):
+                    acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
+                    if "inverse" not in skip:
+                        for m in T.unroll(HB):
+                            if m < i:
+                                acc4 = acc4 - L_s[qb * HB + i, qb * HB + m] * acol[m]
+                    acol[i] = acc4
+                for i in T.unroll(HB):
+                    Ad_s[qb * HB + i, qb % 2 * HB + j] = acol[i]
+                    Ab_s[qb * HB + i, qb * HB + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[qb * HB + j])
+            for hb, i, j in T.Parallel(NSUB, HB, HB):
+                y = T.alloc_var(accum, init=0.0)
+                for m in T.unroll(HB):
+                    y = y + L_s[hb * SUB + HB + i, hb * SUB + m] * Ad_s[hb * SUB + m, j]
+                X_s[hb * HB + i, j] = y
+            for hb, i, j in T.Parallel(NSUB, HB, HB):
+                z = T.alloc_var(accum, init=0.0)
+                for m in T.unroll(HB):
+                    z = z - Ad_s[hb * SUB + HB + i, HB + m] * X_s[hb * HB + m, j]
+                Ad_s[hb * SUB + HB + i, j] = z
+                Ad_s[hb * SUB + i, HB + j] = 0.0
+                Ab_s[hb * SUB + HB + i, hb * SUB + j] = T.Cast(cfg.mat_dtype, z * beta_s[hb * SUB + j])
+                Ab_s[hb * SUB + i, hb * SUB + HB + j] = T.Cast(cfg.mat_dtype, 0)
+        else:
+            for hb, j in T.Parallel(NSUB, SUB):
+                acol = T.alloc_local((SUB,), accum)
+                for i in T.unroll(SUB):
+                    acol[i] = 0.0
+                for i in T.unroll(SUB):
+                    acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
+                    if "inverse" not in skip:
+                        for m in T.unroll(SUB):
+                            if m < i:
+                                acc4 = acc4 - L_s[hb * SUB + i, hb * SUB + m] * acol[m]
+                    acol[i] = acc4
+                for i in T.unroll(SUB):
+                    Ad_s[hb * SUB + i, j] = acol[i]
+                    Ab_s[hb * SUB + i, hb * SUB + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[hb * SUB + j])
         if cfg.inv_rows:
             # thread (i, j2): row i of the left factor as vectors, columns 2 j2, 2 j2 + 1
             for i, j2 in T.Parallel(SUB, SUB // 2):
@@ -933,8 +975,44 @@ def build_k1(cfg: K1Config):
                     slot_b[0] = b_all
                     slot_t0[0] = t0_all
                     slot_len[0] = len_all
+                if NL != LPR:
+                    # the row norms over NL lanes a row, VPL 16-byte vectors a lane (lane dl's
+                    # vectors dl, dl + NL, ...): fewer shuffle levels and one rsqrt a row
+                    for it in T.unroll(R // NRP if "norms" not in skip else 0):
+                        r = it * NRP + tx // NL
+                        dl = tx % NL
+                        qv = T.alloc_local((8 * VPL,), cfg.in_dtype)
+                        kv = T.alloc_local((8 * VPL,), cfg.in_dtype)
+                        ss = T.alloc_local((3 if cfg.mqk_diag else 2,), accum)
+                        for j in T.unroll(VPL):
+                            for i in T.vectorized(8):
+                                qv[j * 8 + i] = q_s[QO + r, (j * NL + dl) * 8 + i]
+                            for i in T.vectorized(8):
+                                kv[j * 8 + i] = k_s[KO + r, (j * NL + dl) * 8 + i]
+                        ss[0] = 0.0
+                        ss[1] = 0.0
+                        if cfg.mqk_diag:
+                            ss[2] = 0.0
+                        for i in T.unroll(8 * VPL):
+                            ss[0] = ss[0] + T.Cast(accum, qv[i]) * T.Cast(accum, qv[i])
+                            ss[1] = ss[1] + T.Cast(accum, kv[i]) * T.Cast(accum, kv[i])
+                            if cfg.mqk_diag:
+                                ss[2] = ss[2] + T.Cast(accum, qv[i]) * T.Cast(accum, kv[i])
+                        for m in XORS_NL:
+                            ss[0] = ss[0] + T.shfl_xor(ss[0], m)
+                            ss[1] = ss[1] + T.shfl_xor(ss[1], m)
+                            if cfg.mqk_diag:
+                                ss[2] = ss[2] + T.shfl_xor(ss[2], m)
+                        rq_n = T.alloc_var(accum, init=_math.rsqrt(ss[0] + 1e-6, fast, nr) * scale)
+                        rk_n = T.alloc_var(accum, init=_math.rsqrt(ss[1] + 1e-6, fast, nr))
+                        if dl == 0:
+                            rq_s[r] = rq_n
+                            rk_s[r] = rk_n
+                            if cfg.mqk_diag:
+                                dg_s[r] = ss[2] * rq_n * rk_n
                 # the row norms of q and k: a sum over the row's lanes by shuffles
-                for it in T.unroll(R // RPP):
+                # (probe norms, measurement only: constants in their place)
+                for it in T.unroll(R // RPP if "norms" not in skip and NL == LPR else 0):
                     r = it * RPP + tx // LPR
                     d8 = tx % LPR
                     qv = T.alloc_local((8,), cfg.in_dtype)
@@ -963,6 +1041,11 @@ def build_k1(cfg: K1Config):
                         rk_s[r] = _math.rsqrt(ss[1] + 1e-6, fast, nr)
                         if cfg.mqk_diag:
                             dg_s[r] = ss[2] * rq_s[r] * rk_s[r]
+                if "norms" in skip and tx < R:
+                    rq_s[tx] = scale
+                    rk_s[tx] = 1.0
+                    if cfg.mqk_diag:
+                        dg_s[tx] = scale
                 if cfg.early_loads:
                     if tx < R:
                         cb = tx // C
