@@ -469,3 +469,63 @@ def test_definite_finding_is_unknown_with_a_reason():
     f = definite_finding(k, ctx, "barriers.race", None, "data race on X", "m0", [1, 2], "orderings through w")
     assert f.status == UNKNOWN and f.message == "data race on X; not definite: orderings through w"
     assert f.counterexample == {"model": "m0", "n": 2}
+
+
+def test_arithmetic_helpers_are_told_from_the_rest():
+    """extract.arithmetic_helpers (2.23.0): a kernel's imported helpers that are scalar arithmetic
+    (kda_tile's kda_* math) are known pure; asm volatile, a fence, a barrier, a pointer, a global
+    name, a load in asm or a memory clobber each make a helper opaque."""
+    from kda_kernels import _math
+    from verify.extract import arithmetic_helpers
+    ours = _math.ACCURATE_SOURCE + _math.FAST_SOURCE + _math.FTZ_SOURCE + _math.NR_SOURCE
+    assert arithmetic_helpers(ours) == {"kda_ex2", "kda_ex2_ftz", "kda_rcp_1p_ex2_ftz", "kda_rsqrt_approx",
+                                        "kda_rsqrt_nr", "kda_sigmoid_rcp", "kda_sigmoid_rcp_ftz", "kda_sigmoid_tanh"}
+    others = r'''
+__device__ __forceinline__ float f_volatile(float x) { float y; asm volatile("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+__device__ __forceinline__ float f_fence(float x) { asm("fence.acq_rel.gpu;"); return x; }
+__device__ __forceinline__ float f_bar(float x) { __syncthreads(); return x; }
+__device__ __forceinline__ float f_ptr(float* p) { return p[0]; }
+__device__ __forceinline__ float f_glob(float x) { return x * g_scale; }
+__device__ __forceinline__ float f_ld(float x) { float y; asm("ld.global.f32 %0, [%1];" : "=f"(y) : "l"(x)); return y; }
+__device__ __forceinline__ float f_clob(float x) { float y; asm("mov.f32 %0, %1;" : "=f"(y) : "f"(x) : "memory"); return y; }
+__device__ __forceinline__ float ok_fma(float x) { float a = 2.0f * x, b; b = fmaf(a, x, 1.0f); return b; }
+'''
+    assert arithmetic_helpers(others) == {"ok_fma"}
+
+
+def _race_beside(callee, source):
+    """Thread tx writes s[tx] through callee, then reads s[127 - tx] with no barrier."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def race_beside(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((128,), "float32")
+            tx = T.get_thread_binding()
+            T.import_source(source)
+            s[tx] = T.call_extern("float32", callee, A[tx])
+            B[tx] = s[127 - tx]
+    return race_beside
+
+
+def test_race_is_not_definite_beside_an_impure_extern_call():
+    """barriers.race (2.23.0): beside an extern call whose callee is not known pure (it may be a
+    barrier the model does not see) a race is UNKNOWN, naming the call; beside an arithmetic
+    helper of the kernel's own imported source it stays FAILED."""
+    from tests.seeded import memory_bugs as mb
+    from verify.report import FAILED, UNKNOWN
+    from verify.runner import Job, verify_job
+
+    def verdict(callee, source):
+        r = verify_job(Job(name="rb", factory=lambda: _race_beside(callee, source), pass_configs=mb.MANUAL,
+                           only=("barriers",)))
+        assert r.error is None, r.error
+        c = {c.name: c for c in r.checks}["barriers.race"]
+        return c.status, [f.message for f in c.findings]
+
+    pure = "__device__ __forceinline__ float twice(float x) { return 2.0f * x; }\n"
+    st, msgs = verdict("twice", pure)
+    assert st == FAILED and "not definite" not in msgs[0], (st, msgs)
+    sync = "__device__ __forceinline__ float synced(float x) { __syncthreads(); return x; }\n"
+    st, msgs = verdict("synced", sync)
+    assert st == UNKNOWN and "extern calls (synced)" in msgs[0], (st, msgs)

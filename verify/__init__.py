@@ -6,7 +6,7 @@ from pathlib import Path
 
 # Bump whenever a check's encoding changes: the release manifest records it and
 # `python -m verify --check-manifest` treats a different version as stale.
-VERSION = "2.22.0"
+VERSION = "2.23.0"
 
 CATEGORIES = ("bounds", "layout", "barriers", "banks")
 

@@ -43,6 +43,59 @@ def dtype_bytes(dt) -> int:
     return max(1, bits * lanes // 8)
 
 
+# What a helper in a kernel's imported source may contain to count as scalar arithmetic (no
+# memory, no ordering): scalar parameters and locals, these functions, and asm statements of these
+# PTX operations on register operands, neither volatile nor with a clobber list.
+_SCALAR_TYPES = {"float", "double", "int", "unsigned", "uint32_t", "int32_t", "uint64_t", "int64_t"}
+_ARITH_FUNCS = {"fmaf", "fminf", "fmaxf", "fabsf", "copysignf", "__fmul_rn", "__fadd_rn", "__fmaf_rn",
+                "__int_as_float", "__float_as_int", "__float_as_uint", "__uint_as_float"}
+_ARITH_PTX = {"ex2", "rcp", "rsqrt", "sqrt", "tanh", "lg2", "sin", "cos", "mul", "add", "sub", "fma",
+              "mov", "cvt", "neg", "abs", "min", "max", "mad", "copysign"}
+_C_WORDS = {"return", "const", "asm", "__device__", "__forceinline__", "inline", "static"} | _SCALAR_TYPES
+
+
+def arithmetic_helpers(source: str) -> frozenset:
+    """Names of the functions defined in `source` (a kernel's T.import_source text) that are
+    scalar arithmetic: scalar parameters and result, no pointer, array or address, no name but
+    their own parameters and locals and _ARITH_FUNCS, and asm only of _ARITH_PTX operations on
+    register operands (not volatile, no clobbers). A call to one touches no memory and orders
+    nothing; any other extern call may (a user's fence, a barrier in a helper)."""
+    out = set()
+    for m in re.finditer(r"__device__\s+(?:__forceinline__\s+|inline\s+|static\s+)*(\w+)\s+(\w+)\s*\(([^)]*)\)\s*\{",
+                         source):
+        ret, name, params = m.group(1), m.group(2), m.group(3)
+        depth, i = 1, m.end()
+        while i < len(source) and depth:
+            depth += {"{": 1, "}": -1}.get(source[i], 0)
+            i += 1
+        body = source[m.end():i - 1]
+        names = set()
+        ok = ret in _SCALAR_TYPES
+        for prm in filter(None, (x.strip() for x in params.split(","))):
+            words = prm.replace("const ", "").split()
+            ok = ok and len(words) == 2 and words[0] in _SCALAR_TYPES
+            names.add(words[-1])
+        strings = re.findall(r'"((?:[^"\\]|\\.)*)"', body)
+        code = re.sub(r'"((?:[^"\\]|\\.)*)"', '""', body)
+        code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", code, flags=re.S)
+        for decl in re.finditer(r"(?:^|[;{}])\s*(?:const\s+)?(\w+)\s+([\w\s,=.+\-*/()]+?);", code):
+            if decl.group(1) in _SCALAR_TYPES:
+                names |= {v.split("=")[0].strip() for v in decl.group(2).split(",")}
+        ok = ok and not re.search(r"[\[\]&]|->|\bvolatile\b|\b(?:float|int|double|unsigned)\s*\*", code)
+        for asm in re.finditer(r"\basm\s*\(([^;]*)\)\s*;", code):
+            ok = ok and asm.group(1).count(":") <= 2        # no clobber list
+        idents = set(re.findall(r"\b[A-Za-z_]\w*\b", re.sub(r"\b\d[\w.]*", " ", code)))
+        ok = ok and idents <= names | _ARITH_FUNCS | _C_WORDS
+        for text in strings:
+            if text in ("=f", "f", "=r", "r", "=d", "d", "=l", "l"):
+                continue
+            ops = re.findall(r"(?:^|;)\s*([a-z][a-z0-9]*)(?:\.[\w.]+)?\s", text)
+            ok = ok and bool(ops) and all(op in _ARITH_PTX for op in ops) and "%" in text
+        if ok:
+            out.add(name)
+    return frozenset(out)
+
+
 def _always_exits(stmt) -> bool:
     """Every path through stmt ends in thread_return."""
     if isinstance(stmt, tirx.Evaluate):
@@ -90,6 +143,8 @@ class Extractor:
         self.block = self.root
         self.unsupported = []
         self.opaque_calls = []
+        self.pure_calls = set()   # callees of opaque_calls known pure (Kernel.pure_calls)
+        self.import_sources = []  # the C source T.import_source put in the kernel (pragma_import_c)
         self.descs = {}           # descriptor data Var -> dict
         self.cur_text = ""
         self.cur_call = None
@@ -138,7 +193,9 @@ class Extractor:
             name=self.name, func_name=str(attrs.get("global_symbol", "")) if attrs else "",
             syms=self.syms, shape=self.shape, blocks=self.blocks, threads=self.threads,
             bufs=self.by_name, root=self.root, sites=self.sites, loops=self.loops,
-            unsupported=self.unsupported, opaque_calls=self.opaque_calls, readonly=self.readonly,
+            unsupported=self.unsupported, opaque_calls=self.opaque_calls,
+            pure_calls=frozenset(self.pure_calls | arithmetic_helpers("\n".join(self.import_sources))),
+            readonly=self.readonly,
             tma_descs=self.L.tma_descs, layouts=self.L.layouts,
             script_lines=self.L.device_script.splitlines())
         k.dyn_shared_bytes = int(attrs.get("dyn_shared_memory_buf", 0)) if attrs else 0
@@ -356,6 +413,8 @@ class Extractor:
         elif isinstance(s, tirx.AttrStmt):
             if s.attr_key == "thread_extent":
                 self._launch(s)
+            elif s.attr_key == "pragma_import_c" and isinstance(s.value, tirx.StringImm):
+                self.import_sources.append(str(s.value.value))
             self._stmt(s.body)
         elif isinstance(s, tirx.Bind):
             self._guarded_stmt(self._bind, s)
@@ -908,6 +967,12 @@ class Extractor:
         if name in ATOMICS or name in VECTOR_MEMORY:
             self._call_stmt(name, e)
             return self.tr._unknown(e, name.split(".")[-1])
+        if name in ("tirx.call_extern", "tirx.call_pure_extern") and e.args and isinstance(e.args[0], tirx.StringImm):
+            # an extern call inside an expression is an opaque call as much as one in a statement
+            callee = str(e.args[0].value)
+            if name == "tirx.call_pure_extern":
+                self.pure_calls.add(callee)
+            self.opaque_calls.append((self.cur_text, callee))
         return NotImplemented
 
     def _call_stmt(self, name, v):
@@ -1080,6 +1145,9 @@ class Extractor:
                                                         f"is not modelled"))
             self.cur_call = name if name != "tirx.call_extern" or not a else str(getattr(a[0], "value", name))
             if name in ("tirx.call_extern", "tirx.call_pure_extern"):
+                if name == "tirx.call_pure_extern" and a and isinstance(a[0], tirx.StringImm):
+                    self.cur_call = str(a[0].value)
+                    self.pure_calls.add(self.cur_call)
                 self.opaque_calls.append((self.cur_text, self.cur_call))
             try:
                 self.tr.expr(v)  # generic: loads and pointers inside the arguments

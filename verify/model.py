@@ -113,6 +113,10 @@ class Kernel:
     loops: list
     unsupported: list             # (text, reason): constructs the encoding cannot decide
     opaque_calls: list = field(default_factory=list)     # (text, callee): extern calls, no ordering modelled
+    # callees of opaque_calls known to touch no memory and order nothing: call_pure_extern's, and
+    # call_extern's whose definition in the kernel's imported source is scalar arithmetic
+    # (extract.arithmetic_helpers)
+    pure_calls: frozenset = frozenset()
     dyn_shared_bytes: int = 0
     static_shared_bytes: int = 0
     shared_regions: dict = field(default_factory=dict)   # region name -> size in bytes

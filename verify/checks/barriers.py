@@ -1297,13 +1297,14 @@ def _outside_model(k, opaque=(), calls=False):
     """Why a satisfiable query is not definite for reasons of the kernel as a whole (empty: it
     is): buffers accessed through opaque calls, constructs outside the model (an intrinsic
     outside it may be what orders two accesses: an arrival it makes) and, with `calls`, extern
-    calls (one may be an ordering the model does not know, a user's own fence)."""
+    calls not known pure (Kernel.pure_calls; one may be an ordering the model does not know, a
+    user's own fence)."""
     why = [f"{', '.join(opaque)} accessed through calls whose accesses are not modelled"] if opaque else []
     if k.unsupported:
         why.append("the kernel has constructs outside the model (model.unsupported)")
-    if calls and k.opaque_calls:
-        why.append(f"the kernel has extern calls ({', '.join(sorted({c for _, c in k.opaque_calls}))}), "
-                   "whose ordering effect is not modelled")
+    impure = sorted({c for _, c in k.opaque_calls if c not in k.pure_calls}) if calls else []
+    if impure:
+        why.append(f"the kernel has extern calls ({', '.join(impure)}), whose ordering effect is not modelled")
     return "; ".join(why)
 
 
@@ -1315,8 +1316,9 @@ def _not_definite(st, x, y):
             why.append(f"{s.buf.name} is accessed through {s.extra['opaque']}, whose accesses are not modelled")
     if st.incomplete:
         why.append("orderings through " + ", ".join(sorted(st.incomplete)) + " are not modelled")
-    if _outside_model(st.k):
-        why.append(_outside_model(st.k))
+    outside = _outside_model(st.k, calls=True)
+    if outside:
+        why.append(outside)
     for key in st.counter.keys():
         for s in (x, y):
             if any(st.k.syms.pretty.get(n, "").startswith("barriers_") for n in consts_of(st.counter.before(s, key))):
