@@ -507,24 +507,29 @@ def build_k1(cfg: K1Config):
         """Ab = (I + L)^-1 diag(beta) of a 32-token chunk from its 16-row blocks: the diagonal
         blocks A11, A22 by forward substitution (a thread a column of a block, as for a 16-token
         chunk), then A21 = -A22 (L21 A11) over all threads."""
+        # The diagonal blocks of BS rows by forward substitution, a thread a column of a block:
+        # the 16-row blocks, or with inv_blocks their 8-row blocks (chains of 28 products, not 120)
+        BS = HB if cfg.inv_blocks else SUB
+        for hb, j in T.Parallel(C // BS, BS):
+            acol = T.alloc_local((BS,), accum)
+            for i in T.unroll(BS):
+                acol[i] = 0.0
+            for i in T.unroll(BS):
+                acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
+                if "inverse" not in skip:
+                    for m in T.unroll(BS):
+                        if m < i:
+                            acc4 = acc4 - L_s[hb * BS + i, hb * BS + m] * acol[m]
+                acol[i] = acc4
+            for i in T.unroll(BS):
+                if cfg.inv_blocks:
+                    Ad_s[hb * BS + i, hb % 2 * HB + j] = acol[i]
+                else:
+                    Ad_s[hb * BS + i, j] = acol[i]
+                Ab_s[hb * BS + i, hb * BS + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[hb * BS + j])
         if cfg.inv_blocks:
-            # each 16-row block from its 8-row blocks: their inverses P by forward substitution
-            # (32 threads, a column of an 8-row block each: chains of 28 products, not 120), then
-            # the lower left -P2 (L21 P1) over 128 threads, by way of Y = L21 P1 in X_s's first rows
-            for qb, j in T.Parallel(2 * NSUB, HB):
-                acol = T.alloc_local((HB,), accum)
-                for i in T.unroll(HB):
-                    acol[i] = 0.0
-                for i in T.unroll(HB):
-                    acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
-                    if "inverse" not in skip:
-                        for m in T.unroll(HB):
-                            if m < i:
-                                acc4 = acc4 - L_s[qb * HB + i, qb * HB + m] * acol[m]
-                    acol[i] = acc4
-                for i in T.unroll(HB):
-                    Ad_s[qb * HB + i, qb % 2 * HB + j] = acol[i]
-                    Ab_s[qb * HB + i, qb * HB + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[qb * HB + j])
+            # each 16-row block's lower left -P2 (L21 P1) over 128 threads, by way of Y = L21 P1
+            # in X_s's first rows
             for hb, i, j in T.Parallel(NSUB, HB, HB):
                 y = T.alloc_var(accum, init=0.0)
                 for m in T.unroll(HB):
@@ -538,21 +543,6 @@ def build_k1(cfg: K1Config):
                 Ad_s[hb * SUB + i, HB + j] = 0.0
                 Ab_s[hb * SUB + HB + i, hb * SUB + j] = T.Cast(cfg.mat_dtype, z * beta_s[hb * SUB + j])
                 Ab_s[hb * SUB + i, hb * SUB + HB + j] = T.Cast(cfg.mat_dtype, 0)
-        else:
-            for hb, j in T.Parallel(NSUB, SUB):
-                acol = T.alloc_local((SUB,), accum)
-                for i in T.unroll(SUB):
-                    acol[i] = 0.0
-                for i in T.unroll(SUB):
-                    acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
-                    if "inverse" not in skip:
-                        for m in T.unroll(SUB):
-                            if m < i:
-                                acc4 = acc4 - L_s[hb * SUB + i, hb * SUB + m] * acol[m]
-                    acol[i] = acc4
-                for i in T.unroll(SUB):
-                    Ad_s[hb * SUB + i, j] = acol[i]
-                    Ab_s[hb * SUB + i, hb * SUB + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[hb * SUB + j])
         if cfg.inv_rows:
             # thread (i, j2): row i of the left factor as vectors, columns 2 j2, 2 j2 + 1
             for i, j2 in T.Parallel(SUB, SUB // 2):
