@@ -60,6 +60,9 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39d # session 39: on an H200 only, issue 13's rows 9-10 with peers (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39c # session 39: lkr over quads again (JIT), then on an H200 issue 13's rows 9-10 with peers (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39b # session 39: the lkr release: build, short GPU tests, 2048 x 64 with the state and cuDNN, JIT nolkr / cq (~7 min; ROUND39B_PEERS=1 on an H200: issue 13's rows 8-10)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round46a # session 46: on an H200 round45a, round44b, K1's copy floor (~5 min); on an H100 the diet without the stores (~1 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round46b # session 46: the 32-token K1s with nl=4 and ib released: build, stage times, GPU matrix (forced 32, rule) (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round46c # session 46: issue 13's first seven rows with the peers (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round45a # session 45: K1 instruction diet (nl=4, ib), stage probes, ncu by CUDA line (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39a # session 39: last_kr_regs (the pairwise form's lean rows with the final state), JIT against float64, timed, ncu (~6 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round35  # session 35, one call: both short forms' GPU tests, the pairwise form (released, allrows, two kernels), the one-chunk form (~9 min)
@@ -301,6 +304,44 @@ case "$mode" in
     if [ -n "${K1WS_QUICK:-}" ]; then set -- "$R32" "$M4,w=4"; else set -- "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2"; fi
     K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
+  round46b)
+    # session 46: norm_lanes 4 and inv_blocks released on the four 32-token K1s (if round 45a held):
+    # build, stage times, the GPU matrix with every unsplit call forced to 32-token chunks (the
+    # new K1s run in all of it), then as the rule picks where time is left
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 60 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v '^{' "$OUT/stage_times.log" | tail -9
+    matrix_runs 200 32
+    [ "${ROUND46B_RULE:-1}" = 1 ] && matrix_runs 120 rule ;;
+  round46a)
+    # session 46. On an H200: K1's instruction diet and stage probes (round45a, round44b: JIT
+    # against float64, ncu of the fixed K1s by line and pipe), then K1 against a copy of its
+    # pattern (copy_floor) (~5 min); round46b next on the same warm machine if the diet gained. On
+    # an H100 (whose round45a / 44b are in results/2026-12-07-session46/): the diet's cuts with
+    # the column stores out, where that card's K1 is off its bytes (~1 min)
+    if on_h200; then
+      bash "$0" round45a; bash "$0" round44b
+      copy_floor 120 4 96:8192 8:65536
+      # occupancy's slope (4 programs an SM against 5), the next chunk in flight (ws_chunks 4), and
+      # the diet with the inverse's row vectors (ir: 2712 -> 2656 static)
+      R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
+      M4=${R32/1,128,5/1,128,4}
+      K1_SHAPES="H96 1x8192;H8 1x65536" timeout 150 python -u bench/k1_round.py "$R32" "$M4" "$M4,w=4" "$R32,ib,nl=4,ir" \
+        > "$OUT/k1_occ.log" 2>&1
+      grep -E "Error|error|FAILED" "$OUT/k1_occ.log" | head -3; tail -5 "$OUT/k1_occ.log"
+    else
+      # the H100 without K1's column stores (not at its bytes there): do the diet's cuts pay?
+      R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
+      K1_SHAPES="H96 1x8192;H8 1x65536" timeout 200 python -u bench/k1_round.py "$R32" "$R32,p=colstore" \
+        "$R32,p=colstore+norms" "$R32,ib,nl=4,p=colstore" "$R32,ib,p=colstore" > "$OUT/k1_diet_colstore.log" 2>&1
+      grep -E "Error|error" "$OUT/k1_diet_colstore.log" | head -3; tail -7 "$OUT/k1_diet_colstore.log"
+    fi ;;
+  round46c)
+    # session 46, after round46b on the same warm machine: issue 13's first seven rows, every peer
+    # in its fastest call mode and checked against kda_tile first (BENCH_SKIP=N resumes at row N)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+    peer_rows 480 ;;
   round45a)
     # session 45: the instruction diet of the released 32-token K1 (JIT against float64, fixed
     # batch H96 1x8192 and H8 1x65536): the row norms over 4 lanes a row (nl=4), the diagonal
@@ -316,15 +357,18 @@ case "$mode" in
     K1_SHAPES="H96 1x8192;H8 1x65536" timeout 270 python -u bench/k1_round.py "$@" > "$OUT/k1_diet.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_diet.log" | head -3; tail -9 "$OUT/k1_diet.log"
     F32=${R32/,holes/}; F32=${F32/,ds/}; F32=${F32/,sg/}
-    K1_NCU_FIXED=1 timeout 150 ncu --clock-control none --profile-from-start off -k regex:k1 --section SpeedOfLight \
+    K1_NCU_FIXED=1 timeout 150 ncu --clock-control none --profile-from-start off --import-source yes -k regex:k1 --section SpeedOfLight \
       --section Occupancy --section WarpStateStats --section SchedulerStats --section InstructionStats \
-      --section SourceCounters -o "$OUT/k1f_src" python bench/k1_round.py ncu "$F32" "$F32,ib,nl=4" > "$OUT/k1f_ncu.log" 2>&1
+      --section SourceCounters --section ComputeWorkloadAnalysis \
+      -o "$OUT/k1f_src" python bench/k1_round.py ncu "$F32" "$F32,ib,nl=4" > "$OUT/k1f_ncu.log" 2>&1
     tail -1 "$OUT/k1f_ncu.log"
     ncu --import "$OUT/k1f_src.ncu-rep" --csv --page details > "$OUT/k1f_details.csv" 2> "$OUT/k1f_src.err"
     ncu --import "$OUT/k1f_src.ncu-rep" --page source --csv --print-source cuda > "$OUT/k1f_cuda.csv" 2>> "$OUT/k1f_src.err"
+    ncu --import "$OUT/k1f_src.ncu-rep" --csv --page raw > "$OUT/k1f_raw.csv" 2>> "$OUT/k1f_src.err"
     ncu --import "$OUT/k1f_src.ncu-rep" --page source --csv --print-source sass > "$OUT/k1f_sass.csv" 2>> "$OUT/k1f_src.err"
     rm -f "$OUT/k1f_src.ncu-rep"; gzip -f "$OUT"/k1f_*.csv
-    grep -E "Duration|Executed Ipc Active|Warp Cycles Per Issued|Registers Per" <(zcat "$OUT/k1f_details.csv.gz") | cut -d, -f13-15 | head -8 ;;
+    grep -E "Duration|Executed Ipc Active|Warp Cycles Per Issued|Registers Per" <(zcat "$OUT/k1f_details.csv.gz") | cut -d, -f13-15 | head -8
+    python bench/ncu_pipes.py "$OUT/k1f_raw.csv.gz" ;;
   round44b)
     # session 44, after round 44a: what K1's work is made of once bytes are to spare: the released
     # 32-token K1 without its qd, kr, gC stores (p=colstore), then each stage left out as well (the
