@@ -2,7 +2,8 @@
 source TileLang generates, side by side, to find where one form spends instructions another does
 not (no GPU: nvcc compiles sm_90a here).
 
-    python bench/sass_lines.py K1_SPEC [K1_SPEC ...]         # bench/k1_round.py variant strings
+    python bench/sass_lines.py K1_SPEC [K1_SPEC ...]         # bench/k1_round.py variant strings (varlen builds)
+    python bench/sass_lines.py --fixed K1_SPEC [...]          # ... as fixed-batch builds
     python bench/sass_lines.py --build NAME [--build NAME]    # released builds by name
     python bench/sass_lines.py --build NAME+next_early=True   # ... with config fields changed
     options: --top N (lines and opcodes shown, default 25), --keep DIR (the .cu and .sass files)
@@ -37,9 +38,10 @@ def tool(name):
     raise SystemExit(f"{name}: not found on PATH or in triton's bin folder")
 
 
-def build_of(label):
-    """The Build of a k1_round spec, or of a released build (label "build:NAME"), or of one with
-    config fields changed ("build:NAME+field=value+...", values as Python literals)."""
+def build_of(label, varlen=True):
+    """The Build of a k1_round spec (a varlen build, or fixed with varlen False), or of a released
+    build (label "build:NAME"), or of one with config fields changed ("build:NAME+field=value+...",
+    values as Python literals)."""
     import ast
     import dataclasses
     from kda_kernels import registry
@@ -51,7 +53,7 @@ def build_of(label):
             b = registry.Build(b.stage, dataclasses.replace(b.config, **{k: ast.literal_eval(v) for k, v in kv.items()}))
         return b
     import k1_round
-    return registry.Build("k1", k1_round.k1_config(label, True))
+    return registry.Build("k1", k1_round.k1_config(label, varlen))
 
 
 def disassemble(build, workdir):
@@ -91,6 +93,7 @@ def main():
     ap.add_argument("--build", action="append", default=[])
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--keep")
+    ap.add_argument("--fixed", action="store_true", help="build the K1_SPECs as fixed-batch builds")
     args = ap.parse_args()
     labels = args.specs + [f"build:{b}" for b in args.build]
     if not labels:
@@ -99,7 +102,7 @@ def main():
     for label in labels:
         work = tempfile.mkdtemp() if not args.keep else os.path.join(args.keep, re.sub(r"[^\w.-]", "_", label))
         os.makedirs(work, exist_ok=True)
-        src, sass, regs = disassemble(build_of(label), work)
+        src, sass, regs = disassemble(build_of(label, not args.fixed), work)
         ops, lines = counts(sass)
         results[label] = (ops, lines, src.splitlines())
         print(f"{label}: {sum(ops.values())} instructions; {regs}")

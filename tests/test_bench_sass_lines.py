@@ -31,3 +31,10 @@ def test_build_label_with_changed_fields():
     v = sass_lines.build_of(f"build:{b.name}+next_early=False+min_blocks=3")
     assert v.stage == b.stage and not v.config.next_early and v.config.min_blocks == 3
     assert v.config.threads == b.config.threads and sass_lines.build_of(f"build:{b.name}") is b
+
+
+def test_spec_labels_build_varlen_unless_fixed():
+    spec = "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg"
+    assert sass_lines.build_of(spec).config.varlen
+    fixed = sass_lines.build_of(spec, varlen=False).config
+    assert not fixed.varlen and fixed.chunk == 32 and fixed.name.startswith("k1_prepare_fixed")
