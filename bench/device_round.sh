@@ -314,24 +314,30 @@ case "$mode" in
     matrix_runs 200 32
     [ "${ROUND46B_RULE:-1}" = 1 ] && matrix_runs 120 rule ;;
   round46a)
-    # session 46. On an H200: K1's instruction diet and stage probes (round45a, round44b: JIT
-    # against float64, ncu of the fixed K1s by line and pipe), then K1 against a copy of its
-    # pattern (copy_floor) (~5 min); round46b next on the same warm machine if the diet gained. On
-    # an H100 (whose round45a / 44b are in results/2026-12-07-session46/): the diet's cuts with
-    # the column stores out, where that card's K1 is off its bytes (~1 min)
+    # session 46. On an H200, most telling first (a call cut short still returns what ran): K1's
+    # instruction diet and the norms and column stores left out (JIT against float64, fixed
+    # batch), K1 against a copy of its pattern (copy_floor), the stage probes (round44b), ncu of
+    # the fixed K1s by line and pipe (round45a's second half), occupancy (~5 min); round46b next
+    # on the same warm machine if the diet gained. On an H100 (whose round45a / 44b are in
+    # results/2026-12-07-session46/): the diet's cuts with the column stores out, where that
+    # card's K1 is off its bytes (~1 min)
+    R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
     if on_h200; then
-      bash "$0" round45a; bash "$0" round44b
+      nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+      K1_SHAPES="H96 1x8192;H8 1x65536" timeout 150 python -u bench/k1_round.py "$R32" "$R32,nl=4" "$R32,ib" \
+        "$R32,ib,nl=4" "$R32,ib,nl=4,ir" "$R32,p=norms" "$R32,p=colstore" "$R32,p=colstore+norms" \
+        > "$OUT/k1_diet.log" 2>&1
+      grep -E "Error|error|FAILED" "$OUT/k1_diet.log" | head -3; tail -10 "$OUT/k1_diet.log"
       copy_floor 120 4 96:8192 8:65536
-      # occupancy's slope (4 programs an SM against 5), the next chunk in flight (ws_chunks 4), and
-      # the diet with the inverse's row vectors (ir: 2712 -> 2656 static)
-      R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
+      bash "$0" round44b
+      K1_NCU_ONLY=1 bash "$0" round45a
+      # occupancy's slope (4 programs an SM against 5) and the next chunk in flight (ws_chunks 4)
       M4=${R32/1,128,5/1,128,4}
-      K1_SHAPES="H96 1x8192;H8 1x65536" timeout 150 python -u bench/k1_round.py "$R32" "$M4" "$M4,w=4" "$R32,ib,nl=4,ir" \
+      K1_SHAPES="H96 1x8192;H8 1x65536" timeout 120 python -u bench/k1_round.py "$R32" "$M4" "$M4,w=4" \
         > "$OUT/k1_occ.log" 2>&1
-      grep -E "Error|error|FAILED" "$OUT/k1_occ.log" | head -3; tail -5 "$OUT/k1_occ.log"
+      grep -E "Error|error|FAILED" "$OUT/k1_occ.log" | head -3; tail -4 "$OUT/k1_occ.log"
     else
       # the H100 without K1's column stores (not at its bytes there): do the diet's cuts pay?
-      R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
       K1_SHAPES="H96 1x8192;H8 1x65536" timeout 200 python -u bench/k1_round.py "$R32" "$R32,p=colstore" \
         "$R32,p=colstore+norms" "$R32,ib,nl=4,p=colstore" "$R32,ib,p=colstore" > "$OUT/k1_diet_colstore.log" 2>&1
       grep -E "Error|error" "$OUT/k1_diet_colstore.log" | head -3; tail -7 "$OUT/k1_diet_colstore.log"
@@ -354,8 +360,10 @@ case "$mode" in
     for p in norms colstore+inverse; do
       set -- "$@" "$R32,p=$p"
     done
-    K1_SHAPES="H96 1x8192;H8 1x65536" timeout 270 python -u bench/k1_round.py "$@" > "$OUT/k1_diet.log" 2>&1
-    grep -E "Error|error|FAILED" "$OUT/k1_diet.log" | head -3; tail -9 "$OUT/k1_diet.log"
+    if [ -z "${K1_NCU_ONLY:-}" ]; then
+      K1_SHAPES="H96 1x8192;H8 1x65536" timeout 270 python -u bench/k1_round.py "$@" > "$OUT/k1_diet.log" 2>&1
+      grep -E "Error|error|FAILED" "$OUT/k1_diet.log" | head -3; tail -9 "$OUT/k1_diet.log"
+    fi
     F32=${R32/,holes/}; F32=${F32/,ds/}; F32=${F32/,sg/}
     K1_NCU_FIXED=1 timeout 150 ncu --clock-control none --profile-from-start off --import-source yes -k regex:k1 --section SpeedOfLight \
       --section Occupancy --section WarpStateStats --section SchedulerStats --section InstructionStats \
