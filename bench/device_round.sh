@@ -336,6 +336,8 @@ case "$mode" in
       K1_SHAPES="H96 1x8192;H8 1x65536" timeout 120 python -u bench/k1_round.py "$R32" "$M4" "$M4,w=4" \
         > "$OUT/k1_occ.log" 2>&1
       grep -E "Error|error|FAILED" "$OUT/k1_occ.log" | head -3; tail -4 "$OUT/k1_occ.log"
+    elif [ -z "${ROUND46A_H100:-}" ]; then
+      echo "an H100: its round 46a ran at 07:30 (results/2026-12-07-session46/round46a_h100/); ROUND46A_H100=1 runs it again"
     else
       # the H100 without K1's column stores (not at its bytes there): do the diet's cuts pay?
       K1_SHAPES="H96 1x8192;H8 1x65536" timeout 200 python -u bench/k1_round.py "$R32" "$R32,p=colstore" \
