@@ -503,6 +503,21 @@ def build_k1(cfg: K1Config):
                 out[e] = out[e] + arow[m] * b_s[m, j2 * 2 + e]
 
     @T.macro
+    def substitute_column(L_s, r0, c0, n, j, acol):
+        """Column j of A = (I + L)^-1 for the n x n block of L_s at (r0, c0), into acol by forward
+        substitution: A[i, j] = [i == j] - sum_{m < i} L[i, m] A[m, j] (probe inverse: the sums
+        left out)."""
+        for i in T.unroll(n):
+            acol[i] = 0.0
+        for i in T.unroll(n):
+            acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
+            if "inverse" not in skip:
+                for m in T.unroll(n):
+                    if m < i:
+                        acc4 = acc4 - L_s[r0 + i, c0 + m] * acol[m]
+            acol[i] = acc4
+
+    @T.macro
     def block_inverse(L_s, Ad_s, X_s, Ab_s, beta_s):
         """Ab = (I + L)^-1 diag(beta) of a 32-token chunk from its 16-row blocks: the diagonal
         blocks A11, A22 by forward substitution (a thread a column of a block, as for a 16-token
@@ -512,15 +527,7 @@ def build_k1(cfg: K1Config):
         BS = HB if cfg.inv_blocks else SUB
         for hb, j in T.Parallel(C // BS, BS):
             acol = T.alloc_local((BS,), accum)
-            for i in T.unroll(BS):
-                acol[i] = 0.0
-            for i in T.unroll(BS):
-                acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
-                if "inverse" not in skip:
-                    for m in T.unroll(BS):
-                        if m < i:
-                            acc4 = acc4 - L_s[hb * BS + i, hb * BS + m] * acol[m]
-                acol[i] = acc4
+            substitute_column(L_s, hb * BS, hb * BS, BS, j, acol)
             for i in T.unroll(BS):
                 if cfg.inv_blocks:
                     Ad_s[hb * BS + i, hb % 2 * HB + j] = acol[i]
@@ -1223,15 +1230,7 @@ def build_k1(cfg: K1Config):
                     # the thread of (chunk, column j) keeps column j of A in registers.
                     for c, j in T.Parallel(CPB, C):
                         acol = T.alloc_local((C,), accum)
-                        for i in T.unroll(C):
-                            acol[i] = 0.0
-                        for i in T.unroll(C):
-                            acc4 = T.alloc_var(accum, init=T.if_then_else(i == j, 1.0, 0.0))
-                            if "inverse" not in skip:
-                                for m in T.unroll(C):
-                                    if m < i:
-                                        acc4 = acc4 - L_s[c * C + i, m] * acol[m]
-                            acol[i] = acc4
+                        substitute_column(L_s, c * C, 0, C, j, acol)
                         for i in T.unroll(C):
                             Ab_s[c * C + i, c * C + j] = T.Cast(cfg.mat_dtype, acol[i] * beta_s[c * C + j])
                             if split_k:
