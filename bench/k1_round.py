@@ -48,7 +48,8 @@ from kda_kernels.reference import kda_recurrent, rel_err  # noqa: E402
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 C = 16
 RELEASED = "1,64,12,holes,diag,ds,u0k2,rnr,el,lp,sg"  # the registry's K1 (holes, ds, sg: varlen builds only)
-RELEASED_CH32 = "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg"  # the registry's accurate 32-token K1
+RELEASED_CH32 = "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg,nl=4,ib"  # the registry's accurate 32-token K1
+PRE_DIET_CH32 = "1,128,5,holes,diag,ds,u0k2,ch32,rnr,tu,el,lp,sg"  # ... before session 47 (no nl=4, ib)
 DEFAULT = [RELEASED, "1,64,10", "2,128,5", "1,64,12,fast"]
 _K = {}
 

@@ -51,7 +51,6 @@ def build_k1(cfg: K1Config):
     LPR = K // 8                 # lanes a row in the loads (16-byte vectors)
     RPP = cfg.threads // LPR     # rows a pass
     assert LPR in (1, 2, 4, 8, 16, 32) and cfg.threads % LPR == 0 and R % RPP == 0 and V == K
-    XORS = [LPR >> j for j in range(1, LPR.bit_length())]   # LPR / 2, ..., 1
     NPASS = R // RPP             # load passes a thread
     fast = cfg.fast_math
     nr = cfg.rsqrt_nr and not fast
@@ -972,34 +971,36 @@ def build_k1(cfg: K1Config):
                     slot_b[0] = b_all
                     slot_t0[0] = t0_all
                     slot_len[0] = len_all
-                if NL != LPR:
-                    # the row norms over NL lanes a row, VPL 16-byte vectors a lane (lane dl's
-                    # vectors dl, dl + NL, ...): fewer shuffle levels and one rsqrt a row
-                    for it in T.unroll(R // NRP if "norms" not in skip else 0):
-                        r = it * NRP + tx // NL
-                        dl = tx % NL
-                        qv = T.alloc_local((8 * VPL,), cfg.in_dtype)
-                        kv = T.alloc_local((8 * VPL,), cfg.in_dtype)
-                        ss = T.alloc_local((3 if cfg.mqk_diag else 2,), accum)
-                        for j in T.unroll(VPL):
-                            for i in T.vectorized(8):
-                                qv[j * 8 + i] = q_s[QO + r, (j * NL + dl) * 8 + i]
-                            for i in T.vectorized(8):
-                                kv[j * 8 + i] = k_s[KO + r, (j * NL + dl) * 8 + i]
-                        ss[0] = 0.0
-                        ss[1] = 0.0
+                # the row norms of q and k over NL lanes a row, VPL 16-byte vectors a lane (lane dl's
+                # vectors dl, dl + NL, ...), summed by shuffles (probe norms, measurement only:
+                # constants in their place)
+                for it in T.unroll(R // NRP if "norms" not in skip else 0):
+                    r = it * NRP + tx // NL
+                    dl = tx % NL
+                    qv = T.alloc_local((8 * VPL,), cfg.in_dtype)
+                    kv = T.alloc_local((8 * VPL,), cfg.in_dtype)
+                    ss = T.alloc_local((3 if cfg.mqk_diag else 2,), accum)
+                    for j in T.unroll(VPL):
+                        for i in T.vectorized(8):
+                            qv[j * 8 + i] = q_s[QO + r, (j * NL + dl) * 8 + i]
+                        for i in T.vectorized(8):
+                            kv[j * 8 + i] = k_s[KO + r, (j * NL + dl) * 8 + i]
+                    ss[0] = 0.0
+                    ss[1] = 0.0
+                    if cfg.mqk_diag:
+                        ss[2] = 0.0
+                    for i in T.unroll(8 * VPL):
+                        ss[0] = ss[0] + T.Cast(accum, qv[i]) * T.Cast(accum, qv[i])
+                        ss[1] = ss[1] + T.Cast(accum, kv[i]) * T.Cast(accum, kv[i])
                         if cfg.mqk_diag:
-                            ss[2] = 0.0
-                        for i in T.unroll(8 * VPL):
-                            ss[0] = ss[0] + T.Cast(accum, qv[i]) * T.Cast(accum, qv[i])
-                            ss[1] = ss[1] + T.Cast(accum, kv[i]) * T.Cast(accum, kv[i])
-                            if cfg.mqk_diag:
-                                ss[2] = ss[2] + T.Cast(accum, qv[i]) * T.Cast(accum, kv[i])
-                        for m in XORS_NL:
-                            ss[0] = ss[0] + T.shfl_xor(ss[0], m)
-                            ss[1] = ss[1] + T.shfl_xor(ss[1], m)
-                            if cfg.mqk_diag:
-                                ss[2] = ss[2] + T.shfl_xor(ss[2], m)
+                            ss[2] = ss[2] + T.Cast(accum, qv[i]) * T.Cast(accum, kv[i])
+                    for m in XORS_NL:
+                        ss[0] = ss[0] + T.shfl_xor(ss[0], m)
+                        ss[1] = ss[1] + T.shfl_xor(ss[1], m)
+                        if cfg.mqk_diag:
+                            ss[2] = ss[2] + T.shfl_xor(ss[2], m)
+                    if NL != LPR:
+                        # every lane of the row takes the rsqrt pair (one a row); lane 0 stores it
                         rq_n = T.alloc_var(accum, init=_math.rsqrt(ss[0] + 1e-6, fast, nr) * scale)
                         rk_n = T.alloc_var(accum, init=_math.rsqrt(ss[1] + 1e-6, fast, nr))
                         if dl == 0:
@@ -1007,33 +1008,7 @@ def build_k1(cfg: K1Config):
                             rk_s[r] = rk_n
                             if cfg.mqk_diag:
                                 dg_s[r] = ss[2] * rq_n * rk_n
-                # the row norms of q and k: a sum over the row's lanes by shuffles
-                # (probe norms, measurement only: constants in their place)
-                for it in T.unroll(R // RPP if "norms" not in skip and NL == LPR else 0):
-                    r = it * RPP + tx // LPR
-                    d8 = tx % LPR
-                    qv = T.alloc_local((8,), cfg.in_dtype)
-                    kv = T.alloc_local((8,), cfg.in_dtype)
-                    ss = T.alloc_local((3 if cfg.mqk_diag else 2,), accum)
-                    for i in T.vectorized(8):
-                        qv[i] = q_s[QO + r, d8 * 8 + i]
-                    for i in T.vectorized(8):
-                        kv[i] = k_s[KO + r, d8 * 8 + i]
-                    ss[0] = 0.0
-                    ss[1] = 0.0
-                    if cfg.mqk_diag:
-                        ss[2] = 0.0
-                    for i in T.unroll(8):
-                        ss[0] = ss[0] + T.Cast(accum, qv[i]) * T.Cast(accum, qv[i])
-                        ss[1] = ss[1] + T.Cast(accum, kv[i]) * T.Cast(accum, kv[i])
-                        if cfg.mqk_diag:
-                            ss[2] = ss[2] + T.Cast(accum, qv[i]) * T.Cast(accum, kv[i])
-                    for m in XORS:
-                        ss[0] = ss[0] + T.shfl_xor(ss[0], m)
-                        ss[1] = ss[1] + T.shfl_xor(ss[1], m)
-                        if cfg.mqk_diag:
-                            ss[2] = ss[2] + T.shfl_xor(ss[2], m)
-                    if d8 == 0:
+                    elif dl == 0:
                         rq_s[r] = _math.rsqrt(ss[0] + 1e-6, fast, nr) * scale
                         rk_s[r] = _math.rsqrt(ss[1] + 1e-6, fast, nr)
                         if cfg.mqk_diag:

@@ -119,7 +119,8 @@ def _released() -> tuple[Build, ...]:
     for varlen, fast_math in itertools.product((False, True), (False, True)):
         builds.append(Build("k1", K1Config(varlen=varlen, fast_math=fast_math, skip_holes=varlen, dyn_search=varlen,
                                            u0_in_k2=True, chunk=32, threads=128, min_blocks=5,
-                                           rsqrt_nr=not fast_math, tail_unswitch=True, **_prologue(varlen))))
+                                           rsqrt_nr=not fast_math, tail_unswitch=True, norm_lanes=4,
+                                           inv_blocks=True, **_prologue(varlen))))
     # Their K2 claims its SM's whole register file (min_blocks 1): the rule gives each chain an SM
     # of its own anyway, and no K1 program then shares it (session 29, H100, H32 1x32768: K2 alone
     # 0.870 -> 0.848 ms; beside a whole K1 on two streams 1.441 -> 1.285).

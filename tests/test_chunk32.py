@@ -37,13 +37,13 @@ def test_workspace_slots_follow_the_chunk(varlen):
 
 def test_chunk32_configs_are_named_and_checked():
     b = registry.find("k1", varlen=True, fast_math=False, chunk=32)
-    assert b.name.endswith("_ch32_rnr_tu_el_lp_sg") and b.config.rsqrt_nr and b.config.threads == 128
+    assert b.name.endswith("_ch32_rnr_tu_nl4_ib_el_lp_sg") and b.config.rsqrt_nr and b.config.threads == 128
     assert registry.find("k2", varlen=True, initial_state=None, final_state=False, chunk=32,
                          consumers=1).name.endswith("_htnone_u0k2_ch32")
     two = registry.find("k2", varlen=False, initial_state="float32", final_state=True, chunk=32, consumers=2)
     assert two.name == "k2_recurrence_fixed_h0f32_ht_c2_u0k2_ch32" and two.config.min_blocks == 1
-    assert registry.find("k1", varlen=True, fast_math=True, chunk=32).name.endswith("_fast_ds_skipholes_mqkdiag_u0k2_ch32_tu_el_lp_sg")
-    assert registry.find("k1", varlen=False, fast_math=False, chunk=32).name.endswith("_ch32_rnr_tu_el_lp")
+    assert registry.find("k1", varlen=True, fast_math=True, chunk=32).name.endswith("_fast_ds_skipholes_mqkdiag_u0k2_ch32_tu_nl4_ib_el_lp_sg")
+    assert registry.find("k1", varlen=False, fast_math=False, chunk=32).name.endswith("_ch32_rnr_tu_nl4_ib_el_lp")
     with pytest.raises(LookupError, match="no released k1 build"):
         registry.find("k1", varlen=True, fast_math=True, chunk=64)
 
@@ -83,7 +83,7 @@ def test_ws_chunks_is_the_fixed_32_token_workspace_k1s():
     workspace K1 (the varlen slot search and the 16-token and short forms have no chunk loop)."""
     import dataclasses
     b = _ws_chunks_build()
-    assert b.name.endswith("_ch32_rnr_tu_w4_el_lp")
+    assert b.name.endswith("_ch32_rnr_tu_nl4_ib_w4_el_lp")
     for field in ({"varlen": True}, {"chunk": 16, "threads": 64}):
         with pytest.raises(AssertionError, match="ws_chunks takes the fixed 32-token workspace K1"):
             registry.Build("k1", dataclasses.replace(b.config, **field)).prim_func()

@@ -76,9 +76,10 @@ def test_split_entry_validates_and_plans(backend):
     e = hc.get_entry(*_split_builds(), backend=backend)
     spec = e.spec
     ch = "" if SPLIT_CHUNK == CHUNK else f"_ch{SPLIT_CHUNK}"
-    # the 32-token K1 builds' Newton-refined norms (accurate builds) and tail branch; every varlen
+    # the 32-token K1 builds' Newton-refined norms (accurate builds), tail branch, 4-lane norms and
+    # 8-row inverse blocks; every varlen
     # K1's early loads, lean prologue and first guess of the slot search
-    k1x = "_rnr_tu_el_lp_sg" if SPLIT_CHUNK == 2 * CHUNK else "_el_lp_sg"
+    k1x = "_rnr_tu_nl4_ib_el_lp_sg" if SPLIT_CHUNK == 2 * CHUNK else "_el_lp_sg"
     c2 = "_c2" if SPLIT_CONSUMERS == 2 else ""
     lean = "_leanid" if SPLIT_LEAN_ID else ""
     assert [ks.build_name for ks in spec.kernels] == [f"k1_prepare_varlen_ds_skipholes_mqkdiag_u0k2{ch}{k1x}",
