@@ -274,11 +274,19 @@ def _one_sequence_plan(T, HV):
     return False, _chunk_rule(1, T, HV) if T >= _configs.CHUNK32_MIN_TOKENS else 16
 
 
+def _slab_form(T, HV):
+    """_plan of one slab of T tokens (a one-sequence varlen call), from stand-in shapes: slabs
+    whose forms differ (a 32-token tail with one consumer, say) take two entries, two workspaces."""
+    meta = dict(device="meta")
+    return _plan(torch.empty((1, T, 1, 1), **meta), torch.empty((1, T, HV, 1), **meta),
+                 torch.empty((2,), dtype=torch.int64, **meta))
+
+
 def _slab_rule(N, T, HV):
     from . import slabs
     if N != 1 or WORKSPACE_LIMIT is None:
         return 0
-    return slabs.slab_tokens(T, HV, WORKSPACE_LIMIT, lambda t: _one_sequence_plan(t, HV))
+    return slabs.slab_tokens(T, HV, WORKSPACE_LIMIT, lambda t: _slab_form(t, HV))
 
 
 def _check_whole(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,

@@ -39,7 +39,8 @@ def workspace_bytes(N: int, T: int, HV: int, split: bool, chunk: int, varlen: bo
 def slab_tokens(T: int, HV: int, limit: int, plan) -> int:
     """Tokens a slab of a one-sequence call of T tokens so that each slab's workspace and the
     two fp32 carry states fit in `limit` bytes; 0 when the whole call fits (or is too short to
-    cut). plan(T) -> (split, chunk) is the API's choice for a one-sequence call of T tokens."""
+    cut). plan(T) -> (split, chunk, ...) is the API's choice for a one-sequence call of T tokens;
+    what follows (split, chunk) tells entries apart, not bytes."""
     if T <= MIN_TOKENS:
         return 0
     carry = 2 * HV * V * K * 4
@@ -47,13 +48,13 @@ def slab_tokens(T: int, HV: int, limit: int, plan) -> int:
     def fits(t):
         # the entry keeps one workspace per configuration: a tail slab that takes another plan
         # (unsplit below the split's threshold, another chunk) holds its own beside the slabs'
-        need = workspace_bytes(1, t, HV, *plan(t)) + carry
+        need = workspace_bytes(1, t, HV, *plan(t)[:2]) + carry
         tail = T % t
         if tail and plan(tail) != plan(t):
-            need += workspace_bytes(1, tail, HV, *plan(tail))
+            need += workspace_bytes(1, tail, HV, *plan(tail)[:2])
         return need <= limit
 
-    if workspace_bytes(1, T, HV, *plan(T)) <= limit:
+    if workspace_bytes(1, T, HV, *plan(T)[:2]) <= limit:
         return 0
     n = 2
     while True:

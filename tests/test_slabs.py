@@ -44,27 +44,41 @@ def test_workspace_formula_is_the_entrys(N, T, HV, split, chunk, varlen):
                                                                                           varlen)
 
 
+@pytest.mark.parametrize("force", [None, 32])
 @pytest.mark.parametrize("T,HV,limit_mb", [(8192, 96, 64), (1 << 20, 8, 64), (65536, 8, 64), (32768, 32, 64),
                                            (8192, 96, 1024), (200_000, 1, 4), (5000, 96, 1), (70001, 1, 12), (8192, 64, 64),
                                            (5000, 4, 4)])
-def test_slab_plan_fits_the_limit(T, HV, limit_mb):
+def test_slab_plan_fits_the_limit(T, HV, limit_mb, force, monkeypatch):
+    """force 32: KDA_TILE_CHUNK=32, under which a 128-token tail of H96 8192 takes one consumer
+    where the 576-token slabs take two: another entry, whose workspace the plan once left out
+    (70.8 MB against 64 on an H100, session 47)."""
+    monkeypatch.setattr(api, "FORCE_CHUNK", force)
     limit = limit_mb << 20
-    tokens = slabs.slab_tokens(T, HV, limit, lambda t: api._one_sequence_plan(t, HV))
-    whole = slabs.workspace_bytes(1, T, HV, *api._one_sequence_plan(T, HV))
+    plan = lambda t: api._slab_form(t, HV)  # noqa: E731
+    tokens = slabs.slab_tokens(T, HV, limit, plan)
+    whole = slabs.workspace_bytes(1, T, HV, *plan(T)[:2])
     if whole <= limit:
         assert tokens == 0
         return
     assert tokens % slabs.ALIGN == 0 or tokens == slabs.MIN_TOKENS
     assert slabs.MIN_TOKENS <= tokens < T
     # what the slabs hold at once: the two fp32 carry states, the slabs' workspace, and the tail
-    # slab's if it takes another configuration (the entry caches one per configuration)
-    plan = lambda t: api._one_sequence_plan(t, HV)  # noqa: E731
-    need = 2 * HV * 128 * 128 * 4 + slabs.workspace_bytes(1, tokens, HV, *plan(tokens))
+    # slab's if it takes another entry (the API keeps a workspace per entry)
+    need = 2 * HV * 128 * 128 * 4 + slabs.workspace_bytes(1, tokens, HV, *plan(tokens)[:2])
     tail = T % tokens
     if tail and plan(tail) != plan(tokens):
-        need += slabs.workspace_bytes(1, tail, HV, *plan(tail))
+        need += slabs.workspace_bytes(1, tail, HV, *plan(tail)[:2])
     if tokens > slabs.MIN_TOKENS:
         assert need <= limit
+    assert plan(tokens)[:2] == api._one_sequence_plan(tokens, HV)
+
+
+def test_slab_plan_tells_entries_apart():
+    """A plan whose third element differs for the tail counts the tail's workspace."""
+    two = lambda t: (False, 32, 2 if t >= 512 else 1)  # noqa: E731
+    plain = lambda t: (False, 32)  # noqa: E731
+    assert slabs.slab_tokens(8192, 96, 64 << 20, plain) == 576
+    assert slabs.slab_tokens(8192, 96, 64 << 20, two) == 512
 
 
 def _reference_call(calls):
