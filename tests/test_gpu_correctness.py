@@ -51,8 +51,18 @@ def _refs(inp, cu, modes, scale=None, chunked=False):
     refs = {}
     for h0 in {STATE_MODES[m][0] for m in modes}:
         s0 = None if h0 is None else inp["h0"].to(getattr(torch, h0))
-        refs[h0] = ref(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], initial_state=s0, **args)
+        o_ref, ht_ref = ref(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], initial_state=s0, **args)
+        if ht_ref.numel() * ht_ref.element_size() >= _KEEP_F64_BYTES:
+            # kept in fp32 (a relative rounding of 6e-8 against the 5e-3 asked): three float64
+            # final states of 2048 x 32 heads (8 GiB each) and their working copies do not fit
+            # an 80 GB card beside the kernel's own outputs
+            o_ref, ht_ref = o_ref.float(), ht_ref.float()
+            torch.cuda.empty_cache()
+        refs[h0] = (o_ref, ht_ref)
     return refs
+
+
+_KEEP_F64_BYTES = 1 << 30
 
 
 def _inputs(B, T, H, cu=None, seed=0, g_raw=None, dt_bias=None, qk_scale=(1.0, 1.0), lower_bound=-5.0, HV=None):
@@ -209,8 +219,15 @@ def test_many_sequences(N, H, most):
 
 @pytest.fixture
 def short_on(monkeypatch):
-    """The short form switched on (off by default until these tests pass on a GPU)."""
+    """The short form switched on. A run with a path forced (KDA_TILE_CHUNK, _SPLIT, _SPP or
+    _LONGEST_FIRST=1, as device_round.sh's forced matrix) has it off by design (api.takes_short):
+    these tests skip there; the unforced run covers them."""
     from kda_tile import api
+    forced = [n for n in ("FORCE_CHUNK", "FORCE_SPLIT", "FORCE_SPP") if getattr(api, n) is not None]
+    if api.LONGEST_FIRST is True:
+        forced.append("LONGEST_FIRST")
+    if forced:
+        pytest.skip(f"the short form is off while {', '.join(forced)} is set")
     monkeypatch.setattr(api, "SHORT", True)
 
 
