@@ -304,6 +304,26 @@ case "$mode" in
     if [ -n "${K1WS_QUICK:-}" ]; then set -- "$R32" "$M4,w=4"; else set -- "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2"; fi
     K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
+  round47b)
+    # session 47: the one rule-matrix failure of round47a (pw_ragged2048_H32: the float64
+    # reference ran out of the H100's memory), with references over 1 GiB now kept in fp32; the
+    # short forms' NaN contract and the slab memory rows beside it (~2 min)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 240 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      -k "pw_ragged2048_H32 or ragged4096 or max_seqlen_broken or slabs_memory" > "$OUT/pytest_gpu_47b.log" 2>&1
+    echo "round47b: $(grep -E "passed|failed" "$OUT/pytest_gpu_47b.log" | tail -1)"
+    grep -E "^FAILED|Error" "$OUT/pytest_gpu_47b.log" | head -5 ;;
+  round47a)
+    # session 47, after round46b's forced-32 matrix (H100: 126 passed; its 29 failures were the
+    # short-form tests and the slab plan under KDA_TILE_CHUNK=32, both mended): the matrix as the
+    # rule picks, in full, with the nl=4 + ib K1s released; then the forced-32 rows that failed
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    matrix_runs 330 rule
+    KDA_TILE_CHUNK=32 timeout 90 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      -k "short or slabs_memory" > "$OUT/pytest_gpu_32_short.log" 2>&1
+    echo "forced 32, short and slabs: $(grep -E "passed|failed|skipped" "$OUT/pytest_gpu_32_short.log" | tail -1)" ;;
   round46b)
     # session 46: norm_lanes 4 and inv_blocks released on the four 32-token K1s (if round 45a held):
     # build, stage times, the GPU matrix with every unsplit call forced to 32-token chunks (the
@@ -321,7 +341,7 @@ case "$mode" in
     # on the same warm machine if the diet gained. On an H100 (whose round45a / 44b are in
     # results/2026-12-07-session46/): the diet's cuts with the column stores out, where that
     # card's K1 is off its bytes (~1 min)
-    R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
+    R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.PRE_DIET_CH32)")  # the diet is measured against the form before it
     if on_h200; then
       nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
       K1_SHAPES="H96 1x8192;H8 1x65536" timeout 150 python -u bench/k1_round.py "$R32" "$R32,nl=4" "$R32,ib" \
@@ -357,7 +377,7 @@ case "$mode" in
     # then ncu source counters of the fixed released K1 by CUDA line (CSVs kept gzipped for
     # bench/ncu_lines.py) (~5 min)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-    R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.RELEASED_CH32)")
+    R32=$(python -c "import sys; sys.path.insert(0,'bench'); import k1_round as k; print(k.PRE_DIET_CH32)")
     set -- "$R32" "$R32,nl=4" "$R32,ib" "$R32,ib,nl=4"
     for p in norms colstore+inverse; do
       set -- "$@" "$R32,p=$p"
