@@ -306,7 +306,8 @@ case "$mode" in
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
   round47d)
     # session 47: K2Config.v_conv (v to fp16 by the loading warpgroup's idle warps, off the chain)
-    # against the released 32-token K2, JIT, checked against float64 first (~3 min)
+    # against the released 32-token K2, JIT, checked against float64 first (~3 min). It ran once
+    # (+38%) and v_conv was removed: check out commit 43a83f8 to run it again
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     K2_SHAPES="H96 1x8192;H64 8x1024" timeout 330 python bench/k2_round.py 2,3,1,u0k2,ch32 \
       2,3,1,u0k2,ch32,vconv 2,3,1,u0k2,ch32,no_load 2,3,1,u0k2,ch32,vconv,no_load > "$OUT/k2_vconv.log" 2>&1

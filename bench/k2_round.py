@@ -41,7 +41,7 @@ def k2_config(spec, varlen):
     regs = [int(r[1:]) for r in rest if re.fullmatch(r"r\d+", r)]
     spp = [int(r[3:]) for r in rest if re.fullmatch(r"spp\d+", r)]
     forms = {"guarded": ("store", "guarded"), "row": ("store", "row"), "unroll": ("unroll_ring", True),
-             "ch32": ("chunk", 32), "vconv": ("v_conv", True)}
+             "ch32": ("chunk", 32)}
     probe = [r for r in rest if r not in ("u0k2", "nostate", "lf") and r not in forms
              and not re.fullmatch(r"r\d+|spp\d+", r)]
     state = "nostate" not in rest

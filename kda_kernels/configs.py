@@ -504,11 +504,6 @@ class K2Config(StateIO):
     lean_id: bool = False
     # Tokens a chunk (K1Config.chunk): 32 halves the chain's steps
     chunk: int = CHUNK
-    # v to fp16 by the loading warpgroup's three idle warps (masked past the sequence, into a
-    # v-major slot that wgmma reads from shared memory), not by the consumers on the chain
-    # (session 47: ~60 of a consumer warp's ~430 instructions a step, with their shared-load
-    # latency in front of the Vt Ab^T product). Full chain with u0_in_k2, one sequence a program.
-    v_conv: bool = False
     # Measurement only, never released: "no_store" skips the output stores. (Two ways to take the
     # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->
     # 0.453 ms at H96 1x8192, and each chunk's output stored during the next chunk's first
@@ -555,7 +550,6 @@ class K2Config(StateIO):
                 + (f"_spp{self.seqs_per_program}" if self.seqs_per_program != 1 else "")
                 + ("_lf" if self.longest_first else "")
                 + ("_leanid" if self.lean_id else "")
-                + ("_vconv" if self.v_conv else "")
                 + (f"_ch{self.chunk}" if self.chunk != CHUNK else ""))
 
     def pass_configs(self) -> dict:

@@ -77,7 +77,7 @@ def wy_map_step(BV, K, C, op):
     return step
 
 
-def wy_v_step(BV, K, C, op, outputs, with_v=True, v_shared=False):
+def wy_v_step(BV, K, C, op, outputs, with_v=True):
     """One chunk of the chain (outputs) or of pass A with K2Config.u0_in_k2: U0 = Ab v formed in
     the accumulator of Sh (-Wk)^T (K1 writes -Wk and Ab in fp16) from v's ring slot, whose rows at
     and past `rem` read as 0 (the next sequence's tokens, whatever they hold, stay out; pass A's
@@ -93,10 +93,7 @@ def wy_v_step(BV, K, C, op, outputs, with_v=True, v_shared=False):
     def step(s, u0_col, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, v_r, Ab_r, Mqk_r, gC_r):
         T.copy(St, Sh)
         T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
-        if with_v and v_shared:
-            # Vt: the slot's fp16 v^T, masked by the loading warpgroup (K2Config.v_conv)
-            T.wgmma_gemm(Vt[s, u0_col:u0_col + BV, :], Ab_r[s, :, :], WO, transpose_B=True)
-        elif with_v:
+        if with_v:
             for j, r in T.Parallel(BV, C):
                 Vt[j, r] = T.if_then_else(r < rem, T.Cast(op, v_r[s, r, u0_col + j]), T.Cast(op, 0))
             T.wgmma_gemm(Vt, Ab_r[s, :, :], WO, transpose_B=True)
@@ -155,11 +152,8 @@ def build_k2(cfg: K2Config):
     u0k2 = cfg.u0_in_k2
     lean = cfg.lean_id
     assert not lean or (mode == "map" and u0k2), f"{cfg.name}: lean_id is pass A's with u0_in_k2"
-    VC = cfg.v_conv
-    assert not VC or (u0k2 and mode == "full" and SPP == 1 and not cfg.unroll_ring), \
-        f"{cfg.name}: v_conv is for the full chain with u0_in_k2, one sequence a program"
     if u0k2:
-        step = wy_v_step(BV, K, C, op, outputs, v_shared=VC)
+        step = wy_v_step(BV, K, C, op, outputs)
         id_step = wy_v_step(BV, K, C, op, outputs, with_v=False) if lean else None
     else:
         step = wy_chain_step(BV, K, C, op) if outputs else wy_map_step(BV, K, C, op)
@@ -231,66 +225,13 @@ def build_k2(cfg: K2Config):
             T.copy(St, ht[n, hv, v0:v0 + BV, :])
 
     @T.macro
-    def vconv_copies(c, s, Wk, qd, kr, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full, vfull,
-                     b, hv, ub, bos, slot0):
-        """Chunk c's copies into ring slot s with K2Config.v_conv: v's on vfull, the rest on full."""
-        row0 = (slot0 + c) * C
-        t0 = bos + c * C
-        T.tma_copy(v[b, t0:t0 + C, hv, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=vfull[s])
-        T.tma_copy(Wk[hv, row0:row0 + C, :], Wk_r[s, :, :], barrier=full[s])
-        T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
-        T.tma_copy(kr[hv, row0:row0 + C, :], kr_r[s, :, :], barrier=full[s])
-        T.tma_copy(Ab[hv, row0:row0 + C, :], Ab_r[s, :, :], barrier=full[s])
-        T.tma_copy(Mqk[hv, row0:row0 + C, :], Mqk_r[s, :, :], barrier=full[s])
-        T.tma_copy(gC[hv, slot0 + c, :], gC_r[s, :], barrier=full[s])
-
-    @T.macro
     def loader(tx, Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full, empty,
-               b, hv, vb, bos, slot0, nch, Vh_r=None, vfull=None, seqlen=None):
+               b, hv, vb, bos, slot0, nch):
         T.set_max_nreg(preg, 0)
         ub = vb % (V // BP)
         # lean_id: only the value-row programs of pass A read v and Ab
         vrows = vb * BP < V if lean else True
-        if VC:
-            # warp 0 issues the ring's copies (v's on vfull); warps 1-3 turn each slot's v into
-            # fp16 v^T, rows past the sequence as 0, then arrive on full with warp 0
-            lt = tx - NW * WARPGROUP
-            if lt < 32:
-                for c in T.serial(nch):
-                    s = c % S
-                    T.barrier_wait(empty[s], (c // S + 1) % 2)
-                    if cfg.probe == "no_load":
-                        # (probe no_load as above: the ring filled once)
-                        if c < S:
-                            vconv_copies(c, s, Wk, qd, kr, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r,
-                                         full, vfull, b, hv, ub, bos, slot0)
-                    else:
-                        vconv_copies(c, s, Wk, qd, kr, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r,
-                                     full, vfull, b, hv, ub, bos, slot0)
-                    T.barrier_arrive(vfull[s])
-                    T.barrier_arrive(full[s])
-            else:
-                NV = C * BP // 8          # 16-byte vectors of a slot's v
-                JH = BP // 64             # a token's vectors in groups of 8
-                for c in T.serial(nch):
-                    s = c % S
-                    T.barrier_wait(vfull[s], (c // S) % 2)
-                    rem = seqlen - c * C
-                    for i in T.serial(T.ceildiv(NV, WARPGROUP - 32)):
-                        idx = i * (WARPGROUP - 32) + lt - 32
-                        if idx < NV:
-                            # a warp: 4 tokens x 8 vectors (16-byte reads of 8 lanes a token, and
-                            # stores 8-way across v^T's rows at most; banks.conflicts)
-                            r = idx // 32 // JH * 4 + idx % 32 // 8
-                            j8 = idx // 32 % JH * 8 + idx % 8
-                            vv = T.alloc_local((8,), bf)
-                            for e in T.vectorized(8):
-                                vv[e] = U0_r[s, r, j8 * 8 + e]
-                            for e in T.unroll(8):
-                                Vh_r[s, j8 * 8 + e, r] = T.if_then_else(r < rem, T.Cast(op, vv[e]), T.Cast(op, 0))
-                    T.fence_proxy_async()
-                    T.barrier_arrive(full[s])
-        elif cfg.probe == "no_load":
+        if cfg.probe == "no_load":
             if tx - NW * WARPGROUP < 32:
                 # probe no_load (measurement only: the chain and its stores without the ring's DRAM
                 # traffic): the first S chunks fill the ring, later chunks reuse their slot's data
@@ -420,14 +361,12 @@ def build_k2(cfg: K2Config):
             Ab_r = T.alloc_shared((S, C, C), op) if u0k2 else None
             Mqk_r = T.alloc_shared((S, C, C), op) if outputs else None
             gC_r = T.alloc_shared((S, K), f32)
-            full = T.alloc_barrier(arrive_count=[WARPGROUP if VC else 32] * S)
+            full = T.alloc_barrier(arrive_count=[32] * S)
             empty = T.alloc_barrier(arrive_count=[NW * WARPGROUP] * S)
-            Vh_r = T.alloc_shared((S, BP, C), op) if VC else None
-            vfull = T.alloc_barrier(arrive_count=[32] * S) if VC else None
 
             frags = [(T.alloc_fragment((BV, K), f32), T.alloc_fragment((BV, K), op), T.alloc_fragment((BV, C), f32),
                       T.alloc_fragment((BV, C), f32) if outputs else None, T.alloc_fragment((BV, C), op),
-                      Vh_r if VC else T.alloc_fragment((BV, C), op) if u0k2 else None)
+                      T.alloc_fragment((BV, C), op) if u0k2 else None)
                      for _ in range(NW)]
 
             if cfg.min_blocks:
@@ -480,7 +419,7 @@ def build_k2(cfg: K2Config):
                 else:
                     # (b only where used: a macro argument renames the grid variable in the IR)
                     loader(tx, Wk, qd, kr, U0, Ab, v, Mqk, gC, *ring, full, empty, b if u0k2 else None, hv, vb,
-                           *first, nch, *((Vh_r, vfull, seqlen) if VC else ()))
+                           *first, nch)
 
     # A fresh T.Tensor per parameter: parameters annotated with one shared T.Tensor object become
     # one buffer (TileLang 0.1.x; `verify` checks it: model.params).
