@@ -225,52 +225,47 @@ def build_k2(cfg: K2Config):
             T.copy(St, ht[n, hv, v0:v0 + BV, :])
 
     @T.macro
+    def ring_copies(c, s, Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full,
+                    b, hv, ub, vrows, bos, slot0):
+        """Chunk c's copies into ring slot s, on full[s]."""
+        row0 = (slot0 + c) * C
+        T.tma_copy(Wk[hv, row0:row0 + C, :], Wk_r[s, :, :], barrier=full[s])
+        if outputs:
+            T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
+        T.tma_copy(kr[hv, row0:row0 + C, :], kr_r[s, :, :], barrier=full[s])
+        if u0k2:
+            if vrows:
+                # v's rows past T arrive as zeros (TMA); those past the sequence, masked in the step
+                t0 = bos + c * C
+                T.tma_copy(v[b, t0:t0 + C, hv, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
+                T.tma_copy(Ab[hv, row0:row0 + C, :], Ab_r[s, :, :], barrier=full[s])
+        else:
+            T.tma_copy(U0[hv, row0:row0 + C, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
+        if outputs:
+            T.tma_copy(Mqk[hv, row0:row0 + C, :], Mqk_r[s, :, :], barrier=full[s])
+        T.tma_copy(gC[hv, slot0 + c, :], gC_r[s, :], barrier=full[s])
+
+    @T.macro
     def loader(tx, Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full, empty,
                b, hv, vb, bos, slot0, nch):
         T.set_max_nreg(preg, 0)
         ub = vb % (V // BP)
         # lean_id: only the value-row programs of pass A read v and Ab
         vrows = vb * BP < V if lean else True
-        if cfg.probe == "no_load":
-            if tx - NW * WARPGROUP < 32:
-                # probe no_load (measurement only: the chain and its stores without the ring's DRAM
-                # traffic): the first S chunks fill the ring, later chunks reuse their slot's data
-                for c in T.serial(nch):
-                    s = c % S
-                    T.barrier_wait(empty[s], (c // S + 1) % 2)
-                    row0 = (slot0 + c) * C
+        if tx - NW * WARPGROUP < 32:
+            for c in T.serial(nch):
+                s = c % S
+                T.barrier_wait(empty[s], (c // S + 1) % 2)
+                args = (Wk, qd, kr, U0, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r, gC_r, full,
+                        b, hv, ub, vrows, bos, slot0)
+                if cfg.probe == "no_load":
+                    # probe no_load (measurement only: the chain and its stores without the ring's
+                    # DRAM traffic): the first S chunks fill the ring, later chunks reuse its data
                     if c < S:
-                        T.tma_copy(Wk[hv, row0:row0 + C, :], Wk_r[s, :, :], barrier=full[s])
-                        T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
-                        T.tma_copy(kr[hv, row0:row0 + C, :], kr_r[s, :, :], barrier=full[s])
-                        t0 = bos + c * C
-                        T.tma_copy(v[b, t0:t0 + C, hv, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
-                        T.tma_copy(Ab[hv, row0:row0 + C, :], Ab_r[s, :, :], barrier=full[s])
-                        T.tma_copy(Mqk[hv, row0:row0 + C, :], Mqk_r[s, :, :], barrier=full[s])
-                        T.tma_copy(gC[hv, slot0 + c, :], gC_r[s, :], barrier=full[s])
-                    T.barrier_arrive(full[s])
-        else:
-            if tx - NW * WARPGROUP < 32:
-                for c in T.serial(nch):
-                    s = c % S
-                    T.barrier_wait(empty[s], (c // S + 1) % 2)
-                    row0 = (slot0 + c) * C
-                    T.tma_copy(Wk[hv, row0:row0 + C, :], Wk_r[s, :, :], barrier=full[s])
-                    if outputs:
-                        T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
-                    T.tma_copy(kr[hv, row0:row0 + C, :], kr_r[s, :, :], barrier=full[s])
-                    if u0k2:
-                        if vrows:
-                            # v's rows past T arrive as zeros (TMA); those past the sequence, masked in the step
-                            t0 = bos + c * C
-                            T.tma_copy(v[b, t0:t0 + C, hv, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
-                            T.tma_copy(Ab[hv, row0:row0 + C, :], Ab_r[s, :, :], barrier=full[s])
-                    else:
-                        T.tma_copy(U0[hv, row0:row0 + C, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
-                    if outputs:
-                        T.tma_copy(Mqk[hv, row0:row0 + C, :], Mqk_r[s, :, :], barrier=full[s])
-                    T.tma_copy(gC[hv, slot0 + c, :], gC_r[s, :], barrier=full[s])
-                    T.barrier_arrive(full[s])
+                        ring_copies(c, s, *args)
+                else:
+                    ring_copies(c, s, *args)
+                T.barrier_arrive(full[s])
 
     @T.macro
     def seq_bounds(cu_seqlens, n):
