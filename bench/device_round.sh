@@ -304,14 +304,6 @@ case "$mode" in
     if [ -n "${K1WS_QUICK:-}" ]; then set -- "$R32" "$M4,w=4"; else set -- "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2"; fi
     K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
-  round47d)
-    # session 47: K2Config.v_conv (v to fp16 by the loading warpgroup's idle warps, off the chain)
-    # against the released 32-token K2, JIT, checked against float64 first (~3 min). It ran once
-    # (+38%) and v_conv was removed: check out commit 43a83f8 to run it again
-    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-    K2_SHAPES="H96 1x8192;H64 8x1024" timeout 330 python bench/k2_round.py 2,3,1,u0k2,ch32 \
-      2,3,1,u0k2,ch32,vconv 2,3,1,u0k2,ch32,no_load 2,3,1,u0k2,ch32,vconv,no_load > "$OUT/k2_vconv.log" 2>&1
-    grep -E "Error|error" "$OUT/k2_vconv.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_vconv.log" | tail -10 ;;
   round47c)
     # session 47: is K2 held by its chain or by its ring's bytes at H96 1x8192? The released
     # 32-token K2 (two consumers, and one) against probe no_load (the ring's DRAM traffic left

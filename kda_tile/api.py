@@ -69,13 +69,18 @@ def set_short(on: bool) -> None:
     SHORT = on
 
 
+def path_forced() -> bool:
+    """Whether a KDA_TILE_* setting forces a path (FORCE_SPLIT, FORCE_CHUNK, FORCE_SPP, or
+    LONGEST_FIRST on): the short form is off then."""
+    return FORCE_SPLIT is not None or FORCE_CHUNK is not None or FORCE_SPP is not None or LONGEST_FIRST is True
+
+
 def takes_short(q, cu_seqlens, initial_state, max_seqlen) -> int:
     """The chunks of the short form a call takes (0: none): no initial state, and every sequence
     at most configs.SHORT_TOKENS tokens (1) or configs.PAIRWISE_TOKENS (configs.PAIRWISE_CHUNKS)
     by the shapes alone (a fixed batch's T) or by the caller's max_seqlen (varlen). No sync. Off
     under any FORCE_* setting and while SHORT is False."""
-    if not SHORT or initial_state is not None or FORCE_SPLIT is not None or FORCE_CHUNK is not None \
-            or FORCE_SPP is not None or LONGEST_FIRST is True:
+    if not SHORT or initial_state is not None or path_forced():
         return 0
     if cu_seqlens is None:
         try:

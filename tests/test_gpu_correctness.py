@@ -220,14 +220,11 @@ def test_many_sequences(N, H, most):
 @pytest.fixture
 def short_on(monkeypatch):
     """The short form switched on. A run with a path forced (KDA_TILE_CHUNK, _SPLIT, _SPP or
-    _LONGEST_FIRST=1, as device_round.sh's forced matrix) has it off by design (api.takes_short):
+    _LONGEST_FIRST=1, as device_round.sh's forced matrix) has it off by design (api.path_forced):
     these tests skip there; the unforced run covers them."""
     from kda_tile import api
-    forced = [n for n in ("FORCE_CHUNK", "FORCE_SPLIT", "FORCE_SPP") if getattr(api, n) is not None]
-    if api.LONGEST_FIRST is True:
-        forced.append("LONGEST_FIRST")
-    if forced:
-        pytest.skip(f"the short form is off while {', '.join(forced)} is set")
+    if api.path_forced():
+        pytest.skip("the short form is off while a KDA_TILE_* setting forces a path")
     monkeypatch.setattr(api, "SHORT", True)
 
 
