@@ -60,6 +60,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39d # session 39: on an H200 only, issue 13's rows 9-10 with peers (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39c # session 39: lkr over quads again (JIT), then on an H200 issue 13's rows 9-10 with peers (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39b # session 39: the lkr release: build, short GPU tests, 2048 x 64 with the state and cuDNN, JIT nolkr / cq (~7 min; ROUND39B_PEERS=1 on an H200: issue 13's rows 8-10)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round48b # session 48: v_ss with Ab's halves in one box, probe no_lo; on an H200 round 46a after it (~2 min; ~7 on an H200)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round48a # session 48: K2 v_ss (v^T a shared bf16 operand, Ab in bf16 halves) against the released K2, whole and no_load, ncu (~4 min, any card)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round46a # session 46: on an H200 round45a, round44b, K1's copy floor (~5 min); on an H100 the diet without the stores (~1 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round46b # session 46: the 32-token K1s with nl=4 and ib released: build, stage times, GPU matrix (forced 32, rule) (~9 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round46c # session 46: issue 13's first seven rows with the peers (~8 min)
@@ -304,6 +306,38 @@ case "$mode" in
     if [ -n "${K1WS_QUICK:-}" ]; then set -- "$R32" "$M4,w=4"; else set -- "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2"; fi
     K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
+  round48b)
+    # session 48, after round 48a (H100: v_ss +14% whole, -11.5% no_load; DRAM 87% -> 80%): Ab's
+    # halves now one TMA box (a chunk's hi rows, then lo's), and probe no_lo (hi only: the
+    # released bytes) to tell bytes from form; on an H200, then round 46a (~2 min; +5 on an H200)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    K2_FIXED=1 K2_SHAPES="H96 1x8192;H64 8x1024" timeout 300 python bench/k2_round.py 2,3,1,u0k2,ch32 \
+      2,3,1,u0k2,ch32,vss 2,3,1,u0k2,ch32,vss,no_lo 2,3,1,u0k2,ch32,no_load 2,3,1,u0k2,ch32,vss,no_load \
+      > "$OUT/k2_vss_b.log" 2>&1
+    grep -E "Error|error" "$OUT/k2_vss_b.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_vss_b.log" | tail -11
+    # varlen (cu_seqlens; a tail chunk takes v through registers, masked): released and v_ss
+    K2_SHAPES="H96 1x8192;H96 ragged6" timeout 200 python bench/k2_round.py 2,3,1,u0k2,ch32 2,3,1,u0k2,ch32,vss \
+      > "$OUT/k2_vss_varlen.log" 2>&1
+    grep -E "Error|error" "$OUT/k2_vss_varlen.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_vss_varlen.log" | tail -5
+    if on_h200; then bash "$0" round46a; fi ;;
+  round48a)
+    # session 48: K2's v^T as a shared bf16 operand with Ab in two bf16 halves (K2Config.v_ss,
+    # fixed batches; no v loads or conversions in the consumers) against the released K2, whole and
+    # no_load, JIT, checked against float64 first; then ncu of both by SASS line (~4 min, any card)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    K2_FIXED=1 K2_SHAPES="H96 1x8192;H64 8x1024;H96 16x1024" timeout 300 python bench/k2_round.py \
+      2,3,1,u0k2,ch32 2,3,1,u0k2,ch32,vss 2,3,1,u0k2,ch32,no_load 2,3,1,u0k2,ch32,vss,no_load > "$OUT/k2_vss.log" 2>&1
+    grep -E "Error|error" "$OUT/k2_vss.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_vss.log" | tail -9
+    for v in 2,3,1,u0k2,ch32 2,3,1,u0k2,ch32,vss; do
+      n=k2_${v//,/_}
+      K2_FIXED=1 timeout 120 ncu --clock-control none --profile-from-start off -k regex:k2 \
+        --section WarpStateStats --section SourceCounters --section SpeedOfLight --section Occupancy \
+        --section InstructionStats --section SchedulerStats --import-source no -o "$OUT/$n" \
+        python bench/k2_round.py ncu "$v" > "$OUT/$n.log" 2>&1; tail -1 "$OUT/$n.log"
+      ncu --import "$OUT/$n.ncu-rep" --page source --csv --print-source sass 2> /dev/null | gzip > "$OUT/${n}_sass.csv.gz"
+      ncu --import "$OUT/$n.ncu-rep" --page details --csv 2> /dev/null | gzip > "$OUT/${n}_details.csv.gz"
+      rm -f "$OUT/$n.ncu-rep"
+    done ;;
   round47c)
     # session 47: is K2 held by its chain or by its ring's bytes at H96 1x8192? The released
     # 32-token K2 (two consumers, and one) against probe no_load (the ring's DRAM traffic left

@@ -33,15 +33,16 @@ DEFAULT = [RELEASED, "1,3,2,no_store"]
 
 def k2_config(spec, varlen):
     """spec: consumers,stages,min_blocks[,probe][,u0k2][,rNNN consumer registers][,guarded|row]
-    [,unroll][,ch32][,sppN: N sequences a program, varlen only][,lf: longest sequence first,
-    varlen only][,nostate: no initial or final state] (K2Config.store, unroll_ring, chunk,
+    [,unroll][,ch32][,vss: v^T as a shared operand, Ab in bf16 halves][,sppN: N
+    sequences a program, varlen only][,lf: longest sequence first, varlen only][,nostate: no
+    initial or final state] (K2Config.store, unroll_ring, chunk, v_ss,
     seqs_per_program, longest_first) (session
     15's step forms "mo", "ua", "gp" are in commit a8a4af4)"""
     nw, st, mb, *rest = spec.split(",")
     regs = [int(r[1:]) for r in rest if re.fullmatch(r"r\d+", r)]
     spp = [int(r[3:]) for r in rest if re.fullmatch(r"spp\d+", r)]
     forms = {"guarded": ("store", "guarded"), "row": ("store", "row"), "unroll": ("unroll_ring", True),
-             "ch32": ("chunk", 32)}
+             "ch32": ("chunk", 32), "vss": ("v_ss", True)}
     probe = [r for r in rest if r not in ("u0k2", "nostate", "lf") and r not in forms
              and not re.fullmatch(r"r\d+|spp\d+", r)]
     state = "nostate" not in rest
@@ -73,6 +74,8 @@ def k2_call(spec, d, ws, h0):
     cfg = k2_config(spec, varlen)
     ht = torch.full((N,) + h0.shape[1:], float("nan"), device="cuda") if cfg.final_state else None
     kern = k1_round.compiled(cfg)
+    if cfg.v_ss:
+        ws = dict(ws, Ab=ab_halves(ws["Ab"]))
     order = None
     if cfg.longest_first:   # k2_order's permutation: by length, longest first, ties by index
         order = torch.argsort(d["cu"][1:] - d["cu"][:-1], descending=True, stable=True).to(torch.int32)
@@ -80,10 +83,19 @@ def k2_call(spec, d, ws, h0):
     return (lambda: kern(*args)), o, ht
 
 
+def ab_halves(ab):
+    """K1's fp16 Ab [HV, NC C, C] as v_ss reads it: a chunk's C rows of hi, then C of lo, in bf16
+    (hi + lo holds the fp16 value exactly)."""
+    HV, R, C = ab.shape
+    hi = ab.to(torch.bfloat16)
+    lo = (ab.float() - hi.float()).to(torch.bfloat16)
+    return torch.stack([hi.view(HV, R // C, C, C), lo.view(HV, R // C, C, C)], dim=2).reshape(HV, 2 * R, C).contiguous()
+
+
 CASES = [("fixed B=2 T=100 H=3", 2, 100, 3, None), ("fixed B=1 T=1 H=1", 1, 1, 1, None),
          ("varlen [1,0,16,1,33] H=4", 1, 51, 4, [1, 0, 16, 1, 33]),
          ("varlen [1300,547,0,963,271] H=2", 1, 3081, 2, [1300, 547, 0, 963, 271]),
-         ("varlen 300x[0..40] H=2", 1, None, 2, "ragged")]
+         ("varlen 300x[0..40] H=2", 1, None, 2, "ragged"), ("fixed B=3 T=777 H=2", 3, 777, 2, None)]
 
 
 def correctness(spec):
@@ -116,14 +128,16 @@ SHAPES = [("H96 1x8192", 8192, 96, [8192]), ("H64 8x1024", 8192, 64, [1024] * 8)
           ("H96 ragged6", 8192, 96, [1300, 547, 2048, 963, 271, 3063]),
           ("H64 ragged6", 8192, 64, [1300, 547, 2048, 963, 271, 3063]),
           ("H32 ragged5", 32768, 32, [100, 5000, 300, 20000, 7368])]
-# K2_SHAPES="H32 2048x64;H32 8192x16" keeps those rows only
+# K2_SHAPES="H32 2048x64;H32 8192x16" keeps those rows only; K2_FIXED=1 times the equal-length
+# rows as fixed batches (B sequences, no cu_seqlens) and leaves the ragged ones out
 if os.environ.get("K2_SHAPES"):
     SHAPES = [s for s in SHAPES if s[0] in os.environ["K2_SHAPES"].split(";")]
 
 
 def ncu(spec):
-    """One K1 and one K2 launch at H96 1x8192 (cu_seqlens) for ncu."""
-    d = k1_round.inputs(1, 8192, 96, [8192], seed=7)
+    """One K1 and one K2 launch at H96 1x8192 (cu_seqlens; a fixed batch with K2_FIXED=1) for ncu."""
+    fixed = os.environ.get("K2_FIXED") == "1"
+    d = k1_round.inputs(1, 8192, 96, None if fixed else [8192], seed=7)
     go1, ws = k1_round.run_k1(k1_spec(spec), d)
     go2, _, _ = k2_call(spec, d, ws, torch.randn(1, 96, 128, 128, device="cuda"))
     k1_round.profiled(go1, go2)
@@ -148,7 +162,12 @@ def main():
             continue
         row = dict(variant=spec, err=err, ok=err <= 5e-3, check_s=round(time.perf_counter() - t0, 1))
         for label, T, H, lens in SHAPES:
-            d = k1_round.inputs(1, T, H, lens, seed=7)
+            if os.environ.get("K2_FIXED") == "1":
+                if len(set(lens)) > 1:
+                    continue
+                d = k1_round.inputs(len(lens), lens[0], H, None, seed=7)
+            else:
+                d = k1_round.inputs(1, T, H, lens, seed=7)
             go1, ws = k1_round.run_k1(k1_spec(spec), d)
             go1()
             go2, o, ht = k2_call(spec, d, ws, torch.randn(len(lens), H, 128, 128, device="cuda"))
@@ -161,8 +180,9 @@ def main():
         print(json.dumps(row), flush=True)
     print(f"{'variant':16s} {'err':>8s} " + " ".join(f"{s[0]:>12s}" for s in SHAPES))
     for r in rows:
-        print(f"{r['variant']:16s} {r['err']:8.1e} " + " ".join(f"{r[s[0] + ' ms']:12.3f}" for s in SHAPES))
-        print(f"{'  its K1':16s} {'':8s} " + " ".join(f"{r[s[0] + ' K1 ms']:12.3f}" for s in SHAPES))
+        print(f"{r['variant']:16s} {r['err']:8.1e} " + " ".join(f"{r.get(s[0] + ' ms', float('nan')):12.3f}"
+                                                               for s in SHAPES))
+        print(f"{'  its K1':16s} {'':8s} " + " ".join(f"{r.get(s[0] + ' K1 ms', float('nan')):12.3f}" for s in SHAPES))
 
 
 if __name__ == "__main__":

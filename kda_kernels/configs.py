@@ -504,6 +504,12 @@ class K2Config(StateIO):
     lean_id: bool = False
     # Tokens a chunk (K1Config.chunk): 32 halves the chain's steps
     chunk: int = CHUNK
+    # v^T straight from its ring slot as wgmma's shared A operand (bf16), against Ab in two bf16
+    # halves (Ab = hi + lo, a chunk's C rows of hi then C of lo: 16 bits of Ab's mantissa where
+    # fp16 kept 11; probe "no_lo" leaves lo's bytes and product out, for measurement),
+    # so the consumers neither load nor convert v (rows past T arrive as TMA's zeros; a varlen
+    # tail chunk, whose slot holds the next sequence's v, takes v through registers, masked).
+    v_ss: bool = False
     # Measurement only, never released: "no_store" skips the output stores. (Two ways to take the
     # stores off the chain were slower and are gone: the output through shared memory, 0.437 ->
     # 0.453 ms at H96 1x8192, and each chunk's output stored during the next chunk's first
@@ -550,6 +556,7 @@ class K2Config(StateIO):
                 + (f"_spp{self.seqs_per_program}" if self.seqs_per_program != 1 else "")
                 + ("_lf" if self.longest_first else "")
                 + ("_leanid" if self.lean_id else "")
+                + ("_vss" if self.v_ss else "")
                 + (f"_ch{self.chunk}" if self.chunk != CHUNK else ""))
 
     def pass_configs(self) -> dict:

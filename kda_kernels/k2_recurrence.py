@@ -77,7 +77,7 @@ def wy_map_step(BV, K, C, op):
     return step
 
 
-def wy_v_step(BV, K, C, op, outputs, with_v=True):
+def wy_v_step(BV, K, C, op, outputs, with_v=True, v_ss=False, ab_lo=True, mask_tail=False):
     """One chunk of the chain (outputs) or of pass A with K2Config.u0_in_k2: U0 = Ab v formed in
     the accumulator of Sh (-Wk)^T (K1 writes -Wk and Ab in fp16) from v's ring slot, whose rows at
     and past `rem` read as 0 (the next sequence's tokens, whatever they hold, stay out; pass A's
@@ -87,13 +87,33 @@ def wy_v_step(BV, K, C, op, outputs, with_v=True):
         Ut   = Sh (-Wk)^T + Vt Ab^T
 
     Vt's loads come after Sh (-Wk)^T is issued, so that they run beside it: before it, wgmma's
-    fence waits for them (+24% at H96 1x8192; bench/NOTES.md, session 17)."""
+    fence waits for them (+24% at H96 1x8192; bench/NOTES.md, session 17). With v_ss (K2Config)
+    v^T is the shared A operand in bf16 and Ab two bf16 halves, hi's C rows then lo's in its slot:
+
+        Ut   = Sh (-Wk)^T + v^T hi^T + v^T lo^T"""
 
     @T.macro
     def step(s, u0_col, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, v_r, Ab_r, Mqk_r, gC_r):
         T.copy(St, Sh)
         T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
-        if with_v:
+        if v_ss and mask_tail:
+            # (a varlen tail's slot holds the next sequence's v in its rows past this one: those
+            # go through registers, masked)
+            if rem < C:
+                for j, r in T.Parallel(BV, C):
+                    Vt[j, r] = T.if_then_else(r < rem, v_r[s, r, u0_col + j], T.Cast(Vt.dtype, 0))
+                T.wgmma_gemm(Vt, Ab_r[s, 0:C, :], WO, transpose_B=True)
+                T.wgmma_gemm(Vt, Ab_r[s, C:2 * C, :], WO, transpose_B=True)
+            else:
+                T.wgmma_gemm(v_r[s, :, u0_col:u0_col + BV], Ab_r[s, 0:C, :], WO, transpose_A=True, transpose_B=True)
+                T.wgmma_gemm(v_r[s, :, u0_col:u0_col + BV], Ab_r[s, C:2 * C, :], WO, transpose_A=True,
+                             transpose_B=True)
+        elif v_ss:
+            T.wgmma_gemm(v_r[s, :, u0_col:u0_col + BV], Ab_r[s, 0:C, :], WO, transpose_A=True, transpose_B=True)
+            if ab_lo:
+                T.wgmma_gemm(v_r[s, :, u0_col:u0_col + BV], Ab_r[s, C:2 * C, :], WO, transpose_A=True,
+                             transpose_B=True)
+        elif with_v:
             for j, r in T.Parallel(BV, C):
                 Vt[j, r] = T.if_then_else(r < rem, T.Cast(op, v_r[s, r, u0_col + j]), T.Cast(op, 0))
             T.wgmma_gemm(Vt, Ab_r[s, :, :], WO, transpose_B=True)
@@ -152,8 +172,11 @@ def build_k2(cfg: K2Config):
     u0k2 = cfg.u0_in_k2
     lean = cfg.lean_id
     assert not lean or (mode == "map" and u0k2), f"{cfg.name}: lean_id is pass A's with u0_in_k2"
+    vss = cfg.v_ss
+    assert not vss or (u0k2 and mode == "full"), f"{cfg.name}: v_ss is the full chain's"
+    assert cfg.probe != "no_lo" or vss, f"{cfg.name}: probe no_lo is v_ss's"
     if u0k2:
-        step = wy_v_step(BV, K, C, op, outputs)
+        step = wy_v_step(BV, K, C, op, outputs, v_ss=vss, ab_lo=cfg.probe != "no_lo", mask_tail=cfg.varlen)
         id_step = wy_v_step(BV, K, C, op, outputs, with_v=False) if lean else None
     else:
         step = wy_chain_step(BV, K, C, op) if outputs else wy_map_step(BV, K, C, op)
@@ -238,7 +261,12 @@ def build_k2(cfg: K2Config):
                 # v's rows past T arrive as zeros (TMA); those past the sequence, masked in the step
                 t0 = bos + c * C
                 T.tma_copy(v[b, t0:t0 + C, hv, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
-                T.tma_copy(Ab[hv, row0:row0 + C, :], Ab_r[s, :, :], barrier=full[s])
+                if vss:
+                    # chunk c's hi rows, then its lo rows (probe no_lo: hi only)
+                    ab_rows = C if cfg.probe == "no_lo" else 2 * C
+                    T.tma_copy(Ab[hv, 2 * row0:2 * row0 + ab_rows, :], Ab_r[s, 0:ab_rows, :], barrier=full[s])
+                else:
+                    T.tma_copy(Ab[hv, row0:row0 + C, :], Ab_r[s, :, :], barrier=full[s])
         else:
             T.tma_copy(U0[hv, row0:row0 + C, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
         if outputs:
@@ -353,7 +381,7 @@ def build_k2(cfg: K2Config):
             kr_r = T.alloc_shared((S, C, K), op)
             # U0's slot, or v's with u0_in_k2 (then Ab's slot too)
             U0_r = T.alloc_shared((S, C, BP), bf if u0k2 else op)
-            Ab_r = T.alloc_shared((S, C, C), op) if u0k2 else None
+            Ab_r = (T.alloc_shared((S, 2 * C, C), bf) if vss else T.alloc_shared((S, C, C), op)) if u0k2 else None
             Mqk_r = T.alloc_shared((S, C, C), op) if outputs else None
             gC_r = T.alloc_shared((S, K), f32)
             full = T.alloc_barrier(arrive_count=[32] * S)
@@ -361,7 +389,7 @@ def build_k2(cfg: K2Config):
 
             frags = [(T.alloc_fragment((BV, K), f32), T.alloc_fragment((BV, K), op), T.alloc_fragment((BV, C), f32),
                       T.alloc_fragment((BV, C), f32) if outputs else None, T.alloc_fragment((BV, C), op),
-                      T.alloc_fragment((BV, C), op) if u0k2 else None)
+                      T.alloc_fragment((BV, C), bf if vss else op) if u0k2 else None)
                      for _ in range(NW)]
 
             if cfg.min_blocks:
@@ -423,7 +451,7 @@ def build_k2(cfg: K2Config):
         qd=T.Tensor((HV, NC * C, K), op),
         kr=T.Tensor((HV, NC * C, K), op),
         U0=T.Tensor((HV, NC * C, V), op),
-        Ab=T.Tensor((HV, NC * C, C), op),
+        Ab=T.Tensor((HV, 2 * NC * C, C), bf) if vss else T.Tensor((HV, NC * C, C), op),
         v=T.Tensor((B, Tn, HV, V), bf),
         Mqk=T.Tensor((HV, NC * C, C), op),
         gC=T.Tensor((HV, NC, K), f32),
