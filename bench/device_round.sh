@@ -311,12 +311,13 @@ case "$mode" in
     # halves now one TMA box (a chunk's hi rows, then lo's), and probe no_lo (hi only: the
     # released bytes) to tell bytes from form; on an H200, then round 46a (~2 min; +5 on an H200)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    # (abh: K1 writes the halves itself, K1Config.ab_halves; "its K1" is then the pair's K1)
     K2_FIXED=1 K2_SHAPES="H96 1x8192;H64 8x1024" timeout 300 python bench/k2_round.py 2,3,1,u0k2,ch32 \
-      2,3,1,u0k2,ch32,vss 2,3,1,u0k2,ch32,vss,no_lo 2,3,1,u0k2,ch32,no_load 2,3,1,u0k2,ch32,vss,no_load \
-      > "$OUT/k2_vss_b.log" 2>&1
-    grep -E "Error|error" "$OUT/k2_vss_b.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_vss_b.log" | tail -11
+      2,3,1,u0k2,ch32,vss 2,3,1,u0k2,ch32,vss,no_lo 2,3,1,u0k2,ch32,vss,abh 2,3,1,u0k2,ch32,no_load \
+      2,3,1,u0k2,ch32,vss,no_load > "$OUT/k2_vss_b.log" 2>&1
+    grep -E "Error|error" "$OUT/k2_vss_b.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_vss_b.log" | tail -13
     # varlen (cu_seqlens; a tail chunk takes v through registers, masked): released and v_ss
-    K2_SHAPES="H96 1x8192;H96 ragged6" timeout 200 python bench/k2_round.py 2,3,1,u0k2,ch32 2,3,1,u0k2,ch32,vss \
+    K2_SHAPES="H96 1x8192;H96 ragged6" timeout 200 python bench/k2_round.py 2,3,1,u0k2,ch32 2,3,1,u0k2,ch32,vss,abh \
       > "$OUT/k2_vss_varlen.log" 2>&1
     grep -E "Error|error" "$OUT/k2_vss_varlen.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_vss_varlen.log" | tail -5
     if on_h200; then bash "$0" round46a; fi ;;

@@ -61,7 +61,7 @@ def k1_config(spec, varlen, fast=False):
                     min_blocks=int(mb), ftz="noftz" not in rest, probe=probe[0] if probe else "",
                     skip_holes=varlen and "holes" in rest,
                     mqk_split=next((r[4:] for r in rest if r.startswith("mqk=")), ""), mqk_diag="diag" in rest,
-                    dyn_search=varlen and "ds" in rest, u0_in_k2="u0k2" in rest,
+                    dyn_search=varlen and "ds" in rest, u0_in_k2="u0k2" in rest, ab_halves="abh" in rest,
                     chunk=32 if "ch32" in rest else C, rsqrt_nr="rnr" in rest,
                     tail_unswitch="tu" in rest, inv_rows="ir" in rest, inv_blocks="ib" in rest,
                     norm_lanes=next((int(r[3:]) for r in rest if r.startswith("nl=")), 0),
@@ -109,7 +109,7 @@ def run_k1(spec, d, fast=False):
     cfg = k1_config(spec, varlen, fast)
     ch = cfg.chunk
     NC = _launch.workspace_slots(B, T, d["cu"].numel() - 1 if varlen else B, varlen, ch)
-    ws = workspace(H, NC, cfg.u0_in_k2, ch)
+    ws = workspace(H, NC, "halves" if cfg.ab_halves else cfg.u0_in_k2, ch)
     args = args_for(cfg, dict(d, **ws, cu_seqlens=d["cu"], lower_bound=-5.0, scale=128 ** -0.5))
     kern = compiled(cfg)
     return (lambda: kern(*args)), ws
@@ -120,6 +120,8 @@ def workspace(H, NC, u0k2=False, ch=C):
     f16 = torch.float16
     cols = dict(Wk=128, qd=128, kr=128, **({"Ab": ch} if u0k2 else {"U0": 128}), Mqk=ch)
     ws = {n: torch.full((H, NC * ch, w), float("nan"), device="cuda", dtype=f16) for n, w in cols.items()}
+    if u0k2 == "halves":     # K1Config.ab_halves: a chunk's rows of hi, then of lo, in bf16
+        ws["Ab"] = torch.full((H, 2 * NC * ch, ch), float("nan"), device="cuda", dtype=torch.bfloat16)
     ws["gC"] = torch.full((H, NC, 128), float("nan"), device="cuda")
     return ws
 

@@ -33,7 +33,8 @@ DEFAULT = [RELEASED, "1,3,2,no_store"]
 
 def k2_config(spec, varlen):
     """spec: consumers,stages,min_blocks[,probe][,u0k2][,rNNN consumer registers][,guarded|row]
-    [,unroll][,ch32][,vss: v^T as a shared operand, Ab in bf16 halves][,sppN: N
+    [,unroll][,ch32][,vss: v^T as a shared operand, Ab in bf16 halves (from K1's fp16 Ab on the
+    host, or with abh written by K1: K1Config.ab_halves)][,sppN: N
     sequences a program, varlen only][,lf: longest sequence first, varlen only][,nostate: no
     initial or final state] (K2Config.store, unroll_ring, chunk, v_ss,
     seqs_per_program, longest_first) (session
@@ -43,7 +44,7 @@ def k2_config(spec, varlen):
     spp = [int(r[3:]) for r in rest if re.fullmatch(r"spp\d+", r)]
     forms = {"guarded": ("store", "guarded"), "row": ("store", "row"), "unroll": ("unroll_ring", True),
              "ch32": ("chunk", 32), "vss": ("v_ss", True)}
-    probe = [r for r in rest if r not in ("u0k2", "nostate", "lf") and r not in forms
+    probe = [r for r in rest if r not in ("u0k2", "nostate", "lf", "abh") and r not in forms
              and not re.fullmatch(r"r\d+|spp\d+", r)]
     state = "nostate" not in rest
     cfg = K2Config(varlen=varlen, initial_state="float32" if state else None, final_state=state,
@@ -63,7 +64,8 @@ def k1_spec(spec):
     32-token chunks (ch32) k1_round.RELEASED_CH32."""
     parts = spec.split(",")
     if "ch32" in parts:
-        return k1_round.RELEASED_CH32
+        # abh: K1 writes Ab's bf16 halves itself (K1Config.ab_halves), for v_ss
+        return k1_round.RELEASED_CH32 + (",abh" if "abh" in parts else "")
     return k1_round.RELEASED + (",u0k2" if "u0k2" in parts else "")
 
 
@@ -74,7 +76,7 @@ def k2_call(spec, d, ws, h0):
     cfg = k2_config(spec, varlen)
     ht = torch.full((N,) + h0.shape[1:], float("nan"), device="cuda") if cfg.final_state else None
     kern = k1_round.compiled(cfg)
-    if cfg.v_ss:
+    if cfg.v_ss and ws["Ab"].dtype == torch.float16:
         ws = dict(ws, Ab=ab_halves(ws["Ab"]))
     order = None
     if cfg.longest_first:   # k2_order's permutation: by length, longest first, ties by index

@@ -289,6 +289,9 @@ class K1Config:
     # 128) and -Wk for Wk; K1 then reads no v. Pairs with K2Config.u0_in_k2 (K1 0.506 -> 0.436
     # ms at H96 1x8192; bench/NOTES.md, sessions 16-17).
     u0_in_k2: bool = False
+    # With u0_in_k2: Ab in two bf16 halves, a chunk's C rows of hi = bf16(Ab) then C of lo =
+    # bf16(Ab - hi), which hold the fp16 Ab exactly; K2Config.v_ss's operand (session 48).
+    ab_halves: bool = False
     # Tokens a chunk: 16, or 32 (one chunk a program, 128 threads: two threads a column pair, one
     # for each 16-row half, 2^(+-G) taken from the chunk's middle so that it stays inside bf16's
     # range; bench/NOTES.md, session 18). K2Config.chunk must match.
@@ -393,6 +396,7 @@ class K1Config:
                 + (f"_mqk{self.mqk_split}" if self.mqk_split else "")
                 + ("_mqkdiag" if self.mqk_diag else "")
                 + ("_u0k2" if self.u0_in_k2 else "")
+                + ("_abh" if self.ab_halves else "")
                 + (f"_ch{self.chunk}" if self.chunk != CHUNK else "")
                 + ("_rnr" if self.rsqrt_nr and not self.fast_math else "")
                 + ("_tu" if self.tail_unswitch and self.chunk == 2 * CHUNK else "")

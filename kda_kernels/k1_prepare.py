@@ -58,6 +58,7 @@ def build_k1(cfg: K1Config):
     skip = set(cfg.probe.split("+")) - {""}
     assert not cfg.skip_holes or (cfg.varlen and CPB == 1), "skip_holes: varlen, one chunk a program"
     assert cfg.mqk_split in ("", "k", "qk"), cfg.mqk_split
+    assert not cfg.ab_halves or (cfg.u0_in_k2 and not cfg.short_out), f"{cfg.name}: ab_halves is u0_in_k2's workspace"
     split_k, split_q = cfg.mqk_split != "", cfg.mqk_split == "qk"
     u0k2 = cfg.u0_in_k2
     short = cfg.short_out
@@ -1216,7 +1217,14 @@ def build_k1(cfg: K1Config):
                     for r, j in T.Parallel(R, C):
                         c = r // C
                         if unguarded or (slot_len[c] > 0 and bc * CPB + c < NC):
-                            Ab[hv, (SL * CPB + c) * C + r % C, j] = Ab_s[r, c * C + j]
+                            if cfg.ab_halves:
+                                # hi's C rows, then lo's (K2Config.v_ss)
+                                ab_hi = T.Cast(cfg.in_dtype, Ab_s[r, c * C + j])
+                                Ab[hv, 2 * (SL * CPB + c) * C + r % C, j] = ab_hi
+                                Ab[hv, (2 * (SL * CPB + c) + 1) * C + r % C, j] = T.Cast(
+                                    cfg.in_dtype, T.Cast(accum, Ab_s[r, c * C + j]) - T.Cast(accum, ab_hi))
+                            else:
+                                Ab[hv, (SL * CPB + c) * C + r % C, j] = Ab_s[r, c * C + j]
                 else:
                     # v in fp16 (|v| must stay below 65504, as K2's state): each thread converts the
                     # bytes it copied (with next_early the next chunk's copies stay in flight)
@@ -1346,7 +1354,7 @@ def build_k1(cfg: K1Config):
         qd: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
         kr: T.Tensor((HV, NC * C, K), cfg.ws_dtype),
         U0: T.Tensor((HV, NC * C, V), cfg.ws_dtype),
-        Ab: T.Tensor((HV, NC * C, C), cfg.mat_dtype),
+        Ab: T.Tensor((HV, 2 * NC * C, C), cfg.in_dtype) if cfg.ab_halves else T.Tensor((HV, NC * C, C), cfg.mat_dtype),
         Mqk: T.Tensor((HV, NC * C, C), cfg.mat_dtype),
         gC: T.Tensor((HV, NC, K), "float32"),
         o: T.Tensor((B, Tn, HV, V), cfg.in_dtype),

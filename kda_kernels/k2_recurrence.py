@@ -103,11 +103,13 @@ def wy_v_step(BV, K, C, op, outputs, with_v=True, v_ss=False, ab_lo=True, mask_t
                 for j, r in T.Parallel(BV, C):
                     Vt[j, r] = T.if_then_else(r < rem, v_r[s, r, u0_col + j], T.Cast(Vt.dtype, 0))
                 T.wgmma_gemm(Vt, Ab_r[s, 0:C, :], WO, transpose_B=True)
-                T.wgmma_gemm(Vt, Ab_r[s, C:2 * C, :], WO, transpose_B=True)
+                if ab_lo:
+                    T.wgmma_gemm(Vt, Ab_r[s, C:2 * C, :], WO, transpose_B=True)
             else:
                 T.wgmma_gemm(v_r[s, :, u0_col:u0_col + BV], Ab_r[s, 0:C, :], WO, transpose_A=True, transpose_B=True)
-                T.wgmma_gemm(v_r[s, :, u0_col:u0_col + BV], Ab_r[s, C:2 * C, :], WO, transpose_A=True,
-                             transpose_B=True)
+                if ab_lo:
+                    T.wgmma_gemm(v_r[s, :, u0_col:u0_col + BV], Ab_r[s, C:2 * C, :], WO, transpose_A=True,
+                                 transpose_B=True)
         elif v_ss:
             T.wgmma_gemm(v_r[s, :, u0_col:u0_col + BV], Ab_r[s, 0:C, :], WO, transpose_A=True, transpose_B=True)
             if ab_lo:
