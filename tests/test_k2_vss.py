@@ -66,3 +66,21 @@ def test_v_ss_without_the_full_wait_races_on_v_slot(lowered):
     race = next(c for c in rep.checks if c.name == "barriers.race")
     assert race.status != PROVED
     assert any("U0_r" in str(f) for f in race.findings), [str(f)[:200] for f in race.findings]
+
+
+def test_k1_ab_halves_workspace_and_proof():
+    from verify.jobs import build_job
+    from verify.lowering import lower
+    from verify.report import PROVED, KernelReport
+    from verify.runner import verify_lowered
+    base = registry.find("k1", varlen=False, fast_math=False, chunk=32)
+    b = registry.Build("k1", dataclasses.replace(base.config, ab_halves=True))
+    assert b.name == "k1_prepare_fixed_mqkdiag_u0k2_abh_ch32_rnr_tu_nl4_ib_el_lp"
+    f = b.prim_func()
+    ab = next(f.buffer_map[p] for p in f.params if p in f.buffer_map and f.buffer_map[p].name == "Ab")
+    assert str(ab.dtype) == "bfloat16" and [str(x) for x in ab.shape] == ["HV", "2 * NC * 32", "32"], ab.shape
+    low = lower(f, registry.pass_configs(b), b.name)
+    got = {c.name: c.status for c in verify_lowered(low, build_job(b), KernelReport(name=b.name)).checks}
+    assert got and all(s == PROVED for s in got.values()), got
+    with pytest.raises(AssertionError, match="ab_halves is u0_in_k2's workspace"):
+        registry.Build("k1", dataclasses.replace(base.config, ab_halves=True, u0_in_k2=False)).prim_func()
