@@ -40,6 +40,10 @@ def _flush():
         {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "tol": TOL, "cases": RESULTS}, indent=1))
 
 
+# float64 references from this size of final state on are kept in fp32 once computed (_refs)
+_KEEP_F64_BYTES = 1 << 30
+
+
 def _refs(inp, cu, modes, scale=None, chunked=False):
     """float64 references for the initial-state choices the modes need, one per input set
     (`chunked`: the chunked float64 form, equal to the token recurrence to ~1e-12 and ~16x fewer
@@ -61,8 +65,6 @@ def _refs(inp, cu, modes, scale=None, chunked=False):
         refs[h0] = (o_ref, ht_ref)
     return refs
 
-
-_KEEP_F64_BYTES = 1 << 30
 
 
 def _inputs(B, T, H, cu=None, seed=0, g_raw=None, dt_bias=None, qk_scale=(1.0, 1.0), lower_bound=-5.0, HV=None):
