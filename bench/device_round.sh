@@ -60,6 +60,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39d # session 39: on an H200 only, issue 13's rows 9-10 with peers (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39c # session 39: lkr over quads again (JIT), then on an H200 issue 13's rows 9-10 with peers (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39b # session 39: the lkr release: build, short GPU tests, 2048 x 64 with the state and cuDNN, JIT nolkr / cq (~7 min; ROUND39B_PEERS=1 on an H200: issue 13's rows 8-10)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round48c # session 48: round 48b's H200 question alone (H96 1x8192, fixed; ~1.5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round48b # session 48: v_ss with Ab's halves in one box, probe no_lo; on an H200 round 46a after it (~2 min; ~7 on an H200)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round48a # session 48: K2 v_ss (v^T a shared bf16 operand, Ab in bf16 halves) against the released K2, whole and no_load, ncu (~4 min, any card)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round46a # session 46: on an H200 round45a, round44b, K1's copy floor (~5 min); on an H100 the diet without the stores (~1 min)
@@ -306,6 +307,13 @@ case "$mode" in
     if [ -n "${K1WS_QUICK:-}" ]; then set -- "$R32" "$M4,w=4"; else set -- "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2"; fi
     K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
+  round48c)
+    # session 48, short (~1.5 min with the start): round 48b's H200 question alone, fixed H96 1x8192:
+    # is the pair with v_ss + K1's halves faster than the released pair where K2 is held by its chain?
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    K2_FIXED=1 K2_SHAPES="H96 1x8192" timeout 200 python bench/k2_round.py 2,3,1,u0k2,ch32 2,3,1,u0k2,ch32,vss,abh \
+      2,3,1,u0k2,ch32,no_load 2,3,1,u0k2,ch32,vss,no_load > "$OUT/k2_vss_c.log" 2>&1
+    grep -E "Error|error" "$OUT/k2_vss_c.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_vss_c.log" | tail -9 ;;
   round48b)
     # session 48, after round 48a (H100: v_ss +14% whole, -11.5% no_load; DRAM 87% -> 80%): Ab's
     # halves now one TMA box (a chunk's hi rows, then lo's), and probe no_lo (hi only: the
