@@ -311,6 +311,7 @@ case "$mode" in
     # session 48, short (~1.5 min with the start): round 48b's H200 question alone, fixed H96 1x8192:
     # is the pair with v_ss + K1's halves faster than the released pair where K2 is held by its chain?
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    on_h200 || { echo "an H100: round 48b ran on two (results/2026-12-07-session48/)"; exit 0; }
     K2_FIXED=1 K2_SHAPES="H96 1x8192" timeout 200 python bench/k2_round.py 2,3,1,u0k2,ch32 2,3,1,u0k2,ch32,vss,abh \
       2,3,1,u0k2,ch32,no_load 2,3,1,u0k2,ch32,vss,no_load > "$OUT/k2_vss_c.log" 2>&1
     grep -E "Error|error" "$OUT/k2_vss_c.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_vss_c.log" | tail -9 ;;
