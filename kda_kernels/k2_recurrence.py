@@ -77,6 +77,15 @@ def wy_map_step(BV, K, C, op):
     return step
 
 
+@T.macro
+def _ab_products(A, Ab_r, s, C, WO, from_slot, lo):
+    """WO += A hi^T (+ A lo^T) for Ab's bf16 halves in slot s (K2Config.v_ss); A is v^T read from
+    its slot (transposed) or Vt from registers."""
+    T.wgmma_gemm(A, Ab_r[s, 0:C, :], WO, transpose_A=from_slot, transpose_B=True)
+    if lo:
+        T.wgmma_gemm(A, Ab_r[s, C:2 * C, :], WO, transpose_A=from_slot, transpose_B=True)
+
+
 def wy_v_step(BV, K, C, op, outputs, with_v=True, v_ss=False, ab_lo=True, mask_tail=False):
     """One chunk of the chain (outputs) or of pass A with K2Config.u0_in_k2: U0 = Ab v formed in
     the accumulator of Sh (-Wk)^T (K1 writes -Wk and Ab in fp16) from v's ring slot, whose rows at
@@ -96,25 +105,18 @@ def wy_v_step(BV, K, C, op, outputs, with_v=True, v_ss=False, ab_lo=True, mask_t
     def step(s, u0_col, rem, St, Sh, WO, Oa, Uh, Vt, Wk_r, qd_r, kr_r, v_r, Ab_r, Mqk_r, gC_r):
         T.copy(St, Sh)
         T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
-        if v_ss and mask_tail:
-            # (a varlen tail's slot holds the next sequence's v in its rows past this one: those
-            # go through registers, masked)
-            if rem < C:
-                for j, r in T.Parallel(BV, C):
-                    Vt[j, r] = T.if_then_else(r < rem, v_r[s, r, u0_col + j], T.Cast(Vt.dtype, 0))
-                T.wgmma_gemm(Vt, Ab_r[s, 0:C, :], WO, transpose_B=True)
-                if ab_lo:
-                    T.wgmma_gemm(Vt, Ab_r[s, C:2 * C, :], WO, transpose_B=True)
+        if v_ss:
+            if mask_tail:
+                # (a varlen tail's slot holds the next sequence's v in its rows past this one:
+                # those go through registers, masked)
+                if rem < C:
+                    for j, r in T.Parallel(BV, C):
+                        Vt[j, r] = T.if_then_else(r < rem, v_r[s, r, u0_col + j], T.Cast(Vt.dtype, 0))
+                    _ab_products(Vt, Ab_r, s, C, WO, False, ab_lo)
+                else:
+                    _ab_products(v_r[s, :, u0_col:u0_col + BV], Ab_r, s, C, WO, True, ab_lo)
             else:
-                T.wgmma_gemm(v_r[s, :, u0_col:u0_col + BV], Ab_r[s, 0:C, :], WO, transpose_A=True, transpose_B=True)
-                if ab_lo:
-                    T.wgmma_gemm(v_r[s, :, u0_col:u0_col + BV], Ab_r[s, C:2 * C, :], WO, transpose_A=True,
-                                 transpose_B=True)
-        elif v_ss:
-            T.wgmma_gemm(v_r[s, :, u0_col:u0_col + BV], Ab_r[s, 0:C, :], WO, transpose_A=True, transpose_B=True)
-            if ab_lo:
-                T.wgmma_gemm(v_r[s, :, u0_col:u0_col + BV], Ab_r[s, C:2 * C, :], WO, transpose_A=True,
-                             transpose_B=True)
+                _ab_products(v_r[s, :, u0_col:u0_col + BV], Ab_r, s, C, WO, True, ab_lo)
         elif with_v:
             for j, r in T.Parallel(BV, C):
                 Vt[j, r] = T.if_then_else(r < rem, T.Cast(op, v_r[s, r, u0_col + j]), T.Cast(op, 0))
