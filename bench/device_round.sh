@@ -60,6 +60,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39d # session 39: on an H200 only, issue 13's rows 9-10 with peers (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39c # session 39: lkr over quads again (JIT), then on an H200 issue 13's rows 9-10 with peers (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39b # session 39: the lkr release: build, short GPU tests, 2048 x 64 with the state and cuDNN, JIT nolkr / cq (~7 min; ROUND39B_PEERS=1 on an H200: issue 13's rows 8-10)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round48d # session 48: the split's passes A and C with v_ss at H8 1x65536 (~3 min, any card)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round48c # session 48: round 48b's H200 question alone (H96 1x8192, fixed; ~1.5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round48b # session 48: v_ss with Ab's halves in one box, probe no_lo; on an H200 round 46a after it (~2 min; ~7 on an H200)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round48a # session 48: K2 v_ss (v^T a shared bf16 operand, Ab in bf16 halves) against the released K2, whole and no_load, ncu (~4 min, any card)
@@ -307,6 +308,16 @@ case "$mode" in
     if [ -n "${K1WS_QUICK:-}" ]; then set -- "$R32" "$M4,w=4"; else set -- "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2"; fi
     K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
+  round48d)
+    # session 48: the split's passes with v_ss (K1 writing Ab's halves, passes A and C reading v^T
+    # from their slots), H8 1x65536 at the released plan (32-token chunks, two consumers, G 16)
+    # and G 8, each checked against float64 first; pass A is chain-bound on either card (~3 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    for vss in 0 1; do
+      SPLIT_VSS=$vss SPLIT_CHUNK=32 SPLIT_NW=2 SPLIT_SHAPES="H8 1x65536" timeout 200 python bench/split_round.py 16 8 \
+        > "$OUT/split_vss$vss.log" 2>&1
+      grep -E "Error|error" "$OUT/split_vss$vss.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/split_vss$vss.log" | tail -4
+    done ;;
   round48c)
     # session 48, short (~1.5 min with the start): round 48b's H200 question alone, fixed H96 1x8192:
     # is the pair with v_ss + K1's halves faster than the released pair where K2 is held by its chain?

@@ -11,6 +11,7 @@ at several segment lengths L including segments past a sequence's end. Then per 
 same workspace, and the same call through kda_prefill (split on and off, KDA_TILE_SPLIT) when
 the build is there. One JSON row per (shape, G), a table last.
 """
+import dataclasses
 import itertools
 import json
 import os
@@ -31,8 +32,10 @@ compiled = k1_round.compiled
 # and C at 32, as configured in the registry's unsplit 32-token builds). Both in the released
 # u0k2 form: K1 writes Ab, the passes form U0 = Ab v.
 CH = int(os.environ.get("SPLIT_CHUNK", "16"))
-# the registry's varlen K1 at that chunk
-K1_SPEC = k1_round.RELEASED_CH32 if CH == 32 else k1_round.RELEASED
+# the registry's varlen K1 at that chunk; SPLIT_VSS=1: K1 writes Ab's bf16 halves (ab_halves) and
+# every K2 form reads v^T from its slot (K2Config.v_ss)
+VSS = os.environ.get("SPLIT_VSS") == "1"
+K1_SPEC = (k1_round.RELEASED_CH32 if CH == 32 else k1_round.RELEASED) + (",abh" if VSS else "")
 
 
 # Consumer warpgroups a program of passes A and C (SPLIT_NW, comma-separated: each is checked and
@@ -47,8 +50,10 @@ LEANS = [bool(int(x)) for x in os.environ.get("SPLIT_LEAN", str(int(SPLIT_LEAN_I
 
 def k2(nw=1, lean=None, **kw):
     if kw.get("mode") in ("map", "seg"):
-        return split_pass(kw["mode"], nw, CH, lean)
-    return K2Config(varlen=True, u0_in_k2=True, chunk=CH, **kw)
+        cfg = split_pass(kw["mode"], nw, CH, lean)
+    else:
+        cfg = K2Config(varlen=True, u0_in_k2=True, chunk=CH, **kw)
+    return dataclasses.replace(cfg, v_ss=VSS)
 # ScanConfig.block_rows to measure (SPLIT_SCAN_BR, comma-separated: each is checked and timed; the
 # released value by default)
 SCAN_BRS = [int(x) for x in os.environ.get("SPLIT_SCAN_BR", str(ScanConfig().block_rows)).split(",")]

@@ -177,7 +177,7 @@ def build_k2(cfg: K2Config):
     lean = cfg.lean_id
     assert not lean or (mode == "map" and u0k2), f"{cfg.name}: lean_id is pass A's with u0_in_k2"
     vss = cfg.v_ss
-    assert not vss or (u0k2 and mode == "full"), f"{cfg.name}: v_ss is the full chain's"
+    assert not vss or u0k2, f"{cfg.name}: v_ss forms U0 in K2 (u0_in_k2)"
     assert cfg.probe != "no_lo" or vss, f"{cfg.name}: probe no_lo is v_ss's"
     if u0k2:
         step = wy_v_step(BV, K, C, op, outputs, v_ss=vss, ab_lo=cfg.probe != "no_lo", mask_tail=cfg.varlen)

@@ -24,7 +24,7 @@ def test_names_and_refusals():
     assert _build(False).name == "k2_recurrence_fixed_h0f32_ht_c2_u0k2_vss_ch32"
     assert _build(True, "no_lo").name == "k2_recurrence_varlen_h0f32_ht_c2_u0k2_vss_ch32_probe_no_lo"
     assert not any(b.config.v_ss for b in registry.RELEASED if b.stage == "k2")
-    with pytest.raises(AssertionError, match="v_ss is the full chain's"):
+    with pytest.raises(AssertionError, match="v_ss forms U0 in K2"):
         registry.Build("k2", K2Config(chunk=32, v_ss=True)).prim_func()          # no u0_in_k2
     with pytest.raises(AssertionError, match="probe no_lo is v_ss's"):
         registry.Build("k2", K2Config(chunk=32, u0_in_k2=True, probe="no_lo")).prim_func()
