@@ -103,8 +103,7 @@ def test_ws_chunks_k1_proves_and_waits_for_each_chunk(ws_k1):
     clean = {c.name: c.status for c in verify_lowered(low, job, KernelReport(name=b.name)).checks}
     assert clean and all(s == PROVED for s in clean.values()), clean
     assert "T.ptx_wait_group(0)" in low.device_script.split("for jc in")[1].split("T.ptx_cp_async(")[0]
-    dev = mutate.drop_call(low.device_func, "tirx.ptx_wait_group", nth=0)
-    cut = dataclasses.replace(low, device_func=dev, device_script=dev.script())
+    cut = mutate.applied(low, lambda f: mutate.drop_call(f, "tirx.ptx_wait_group", nth=0))
     got = {c.name: c.status
            for c in verify_lowered(cut, dataclasses.replace(job, only=("barriers",)), KernelReport(name=b.name)).checks}
     assert got["barriers.race"] != PROVED, got
@@ -129,8 +128,7 @@ def test_ws_chunks_k1_with_its_slot_bound_before_the_loop_fails_written_once(ws_
     names = {}
     post_order_visit(low.device_func.body,
                      lambda n: names.setdefault(str(n.name), n) if isinstance(n, tirx.Var) else None)
-    dev = mutate.rebind(low.device_func, "bc", lambda v: names["bx"] * 4)
-    cut = dataclasses.replace(low, device_func=dev, device_script=dev.script())
+    cut = mutate.applied(low, lambda f: mutate.rebind(f, "bc", lambda v: names["bx"] * 4))
     assert "bc: T.int32 = bx * 4" in cut.device_script
     got = {c.name: c for c in verify_lowered(cut, dataclasses.replace(job, only=("barriers",)),
                                              KernelReport(name=b.name)).checks}

@@ -66,7 +66,6 @@ def _refs(inp, cu, modes, scale=None, chunked=False):
     return refs
 
 
-
 def _inputs(B, T, H, cu=None, seed=0, g_raw=None, dt_bias=None, qk_scale=(1.0, 1.0), lower_bound=-5.0, HV=None):
     """HV value heads (GVA) when given: v, g, beta, A_log, dt_bias and the state get HV heads."""
     gen = torch.Generator(device="cuda").manual_seed(seed)

@@ -85,8 +85,7 @@ def test_diet_k1_without_the_barrier_before_minus_p2_y_races(diet_k1):
     syncs = [i for i, t in enumerate(lines) if "tvm_storage_sync" in t]
     nth = next(n for n, i in enumerate(syncs) if "z_1[0] = z_1[0] - Ad_s_1[" in "\n".join(lines[i:i + 3]))
     assert "X_s_1[" in lines[syncs[nth] - 3] + lines[syncs[nth] - 2] + lines[syncs[nth] - 1]
-    dev = mutate.drop_call(low.device_func, "tirx.tvm_storage_sync", nth=nth)
-    cut = dataclasses.replace(low, device_func=dev, device_script=dev.script())
+    cut = mutate.applied(low, lambda f: mutate.drop_call(f, "tirx.tvm_storage_sync", nth=nth))
     rep = verify_lowered(cut, dataclasses.replace(job, only=("barriers",)), KernelReport(name=b.name))
     race = next(c for c in rep.checks if c.name == "barriers.race")
     assert race.status != PROVED and any("X_s" in str(f) for f in race.findings), race

@@ -60,8 +60,7 @@ def test_v_ss_without_the_full_wait_races_on_v_slot(lowered):
     from verify.report import PROVED, KernelReport
     from verify.runner import verify_lowered
     b, job, low = lowered
-    dev = mutate.drop_call(low.device_func, "tl.mbarrier_wait_parity", nth=0)
-    cut = dataclasses.replace(low, device_func=dev, device_script=dev.script())
+    cut = mutate.applied(low, lambda f: mutate.drop_call(f, "tl.mbarrier_wait_parity", nth=0))
     rep = verify_lowered(cut, dataclasses.replace(job, only=("barriers",)), KernelReport(name=b.name))
     race = next(c for c in rep.checks if c.name == "barriers.race")
     assert race.status != PROVED

@@ -198,8 +198,7 @@ def test_scan_parts_rule_reaches_the_scan():
 def _scan_checks(b, job=None):
     """(lowered IR of scan build b, run(mutation=None) -> {check: status} from verify on it, or on
     the mutated device function); job: the registry's, or verify's job for an unreleased build."""
-    import dataclasses
-
+    from verify import mutate
     from verify.jobs import build_job
     from verify.lowering import lower
     from verify.report import KernelReport
@@ -208,10 +207,7 @@ def _scan_checks(b, job=None):
     low = lower(b.prim_func(), registry.pass_configs(b), b.name)
 
     def run(fn=None):
-        lw = low
-        if fn is not None:
-            dev = fn(low.device_func)
-            lw = dataclasses.replace(low, device_func=dev, device_script=dev.script())
+        lw = low if fn is None else mutate.applied(low, fn)
         return {c.name: c.status for c in verify_lowered(lw, job, KernelReport(name=b.name)).checks}
     return low, run
 

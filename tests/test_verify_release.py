@@ -30,8 +30,7 @@ def lowered():
 
 def _verify(job, low, fn=None):
     if fn is not None:
-        dev = fn(low.device_func)
-        low = dataclasses.replace(low, device_func=dev, device_script=dev.script())
+        low = mutate.applied(low, fn)
     return verify_lowered(low, job, KernelReport(name=job.name))
 
 

@@ -6,7 +6,15 @@ front end would never emit: wrong mbarrier counts, wrong parity, a dropped fence
 """
 from __future__ import annotations
 
+import dataclasses
+
 from .tir import op_name, tirx
+
+
+def applied(lowered, fn):
+    """The lowered kernel with fn applied to its device PrimFunc (its script printed again)."""
+    dev = fn(lowered.device_func)
+    return dataclasses.replace(lowered, device_func=dev, device_script=dev.script())
 
 
 def _transform(func, postorder, kinds=("tirx.Call", "tirx.Evaluate", "tirx.Bind")):

@@ -1,13 +1,12 @@
 """Verify kernels: lower, extract the model, run the four check families."""
 from __future__ import annotations
 
-import dataclasses
 import functools
 import time
 import traceback
 from dataclasses import dataclass, field
 
-from . import solver
+from . import mutate, solver
 from .checks import FAMILIES
 from .extract import extract
 from .lowering import lower
@@ -197,8 +196,7 @@ def verify_job(job: Job, keep=None, prior: dict = None) -> KernelReport:
             return carried
         if job.mutate is not None:
             phase[0] = "the mutation"
-            dev = job.mutate(lowered.device_func)
-            lowered = dataclasses.replace(lowered, device_func=dev, device_script=dev.script())
+            lowered = mutate.applied(lowered, job.mutate)
             report.ir_hash = ""
         if keep is not None:
             keep[job.name] = lowered
