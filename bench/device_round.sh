@@ -308,6 +308,11 @@ case "$mode" in
     if [ -n "${K1WS_QUICK:-}" ]; then set -- "$R32" "$M4,w=4"; else set -- "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2"; fi
     K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
+  round49a)
+    # session 49, one start whichever card comes: on an H200 round 48c (is v_ss + K1's halves the
+    # faster pair where K2 is held by its chain?) then round 46a (K1's diet and copy floor there);
+    # on an H100 round 48d (the split's passes with v_ss; pass A is chain-bound on either card)
+    if on_h200; then bash "$0" round48c; bash "$0" round46a; else bash "$0" round48d; fi ;;
   round48d)
     # session 48: the split's passes with v_ss (K1 writing Ab's halves, passes A and C reading v^T
     # from their slots), H8 1x65536 at the released plan (32-token chunks, two consumers, G 16)
