@@ -265,13 +265,19 @@ def get_entry(*builds, backend: str = None):
     raise ValueError(f"backend: expected 'py' or 'cpp', got {backend!r}")
 
 
+def _feeds(k1, k2) -> bool:
+    """Whether K1's workspace is the one K2 (or a split pass) reads: the same varlen and chunk, and
+    Ab in bf16 halves exactly where K2 takes v^T as a shared operand (K2Config.v_ss)."""
+    return (k1.config.varlen == k2.config.varlen and k1.config.chunk == k2.config.chunk
+            and k1.config.ab_halves == k2.config.v_ss)
+
+
 def released_pairs():
-    """Every released configuration: (K1 build, K2 build) with the same varlen."""
+    """Every released configuration: (K1 build, K2 build) that K1's workspace feeds."""
     from kda_kernels import registry
     k1s = [b for b in registry.RELEASED if b.stage == "k1"]
     k2s = [b for b in registry.RELEASED if b.stage == "k2" and not b.config.longest_first]
-    return [(a, b) for a in k1s for b in k2s
-            if a.config.varlen == b.config.varlen and a.config.chunk == b.config.chunk]
+    return [(a, b) for a in k1s for b in k2s if _feeds(a, b)]
 
 
 def released_longest_first():
@@ -280,19 +286,17 @@ def released_longest_first():
     from kda_kernels import registry
     order = registry.find("k2_order")
     k2s = [b for b in registry.RELEASED if b.stage == "k2" and b.config.longest_first]
-    return [(a, order, b) for a in registry.RELEASED if a.stage == "k1" and a.config.varlen
-            for b in k2s if a.config.chunk == b.config.chunk]
+    return [(a, order, b) for a in registry.RELEASED if a.stage == "k1" for b in k2s if _feeds(a, b)]
 
 
 def released_splits():
     """Every released split configuration: (K1, pass A, scan, pass C) with the same varlen; the
     scan reads the initial state and writes the final state."""
     from kda_kernels import registry
-    from kda_kernels.configs import SPLIT_CHUNK
     out = []
-    for k1 in (b for b in registry.RELEASED if b.stage == "k1" and b.config.varlen and b.config.chunk == SPLIT_CHUNK):
-        a = registry.find("k2_map", varlen=True)
-        c = registry.find("k2_seg", varlen=True)
+    a = registry.find("k2_map", varlen=True)
+    c = registry.find("k2_seg", varlen=True)
+    for k1 in (b for b in registry.RELEASED if b.stage == "k1" and _feeds(b, a) and _feeds(b, c)):
         for s in (b for b in registry.RELEASED if b.stage == "k2_scan"):
             out.append((k1, a, s, c))
     return out

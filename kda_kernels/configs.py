@@ -38,6 +38,10 @@ SPLIT_CONSUMERS = 2
 # Pass A's identity-row programs without v, Ab and U0's product (K2Config.lean_id): never slower
 # in six JIT pairs, all split GPU tests pass with it (session 21)
 SPLIT_LEAN_ID = True
+# Passes A and C read v^T from their ring slots as wgmma's shared operand, Ab in two bf16 halves
+# that K1 writes (K2Config.v_ss, K1Config.ab_halves): v's loads and conversions leave the chain
+# (session 48; measured for the split in session 49, bench/NOTES.md).
+SPLIT_VSS = True
 
 
 def split_plan(N: int, T: int, HV: int, chunk: int = CHUNK) -> tuple[int, int]:
@@ -616,7 +620,8 @@ def split_pass(mode: str, consumers: int = None, chunk: int = None, lean: bool =
     consumers = SPLIT_CONSUMERS if consumers is None else consumers
     lean = SPLIT_LEAN_ID if lean is None else lean
     return K2Config(varlen=True, mode=mode, u0_in_k2=True, chunk=SPLIT_CHUNK if chunk is None else chunk,
-                    consumers=consumers, min_blocks=1 if consumers == 2 else 2, lean_id=lean and mode == "map")
+                    consumers=consumers, min_blocks=1 if consumers == 2 else 2, lean_id=lean and mode == "map",
+                    v_ss=SPLIT_VSS)
 
 
 @dataclass(frozen=True)

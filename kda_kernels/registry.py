@@ -15,12 +15,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import dataclasses
 import itertools
 from dataclasses import asdict, dataclass
 from typing import Union
 
-from .configs import (PAIRWISE_CHUNKS, SCAN_PARTS, SHORT_FIXED_RLIMIT, SPP_RLIMIT, SPPS, TWO_CONSUMER_RLIMIT,
-                      DecodeConfig, K1Config, K2Config, OrderConfig, ScanConfig, split_pass)
+from .configs import (PAIRWISE_CHUNKS, SCAN_PARTS, SHORT_FIXED_RLIMIT, SPLIT_VSS, SPP_RLIMIT, SPPS,
+                      TWO_CONSUMER_RLIMIT, DecodeConfig, K1Config, K2Config, OrderConfig, ScanConfig, split_pass)
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
@@ -82,6 +83,13 @@ def _prologue(varlen: bool) -> dict:
     return {"early_loads": True, "lean_prologue": True, "slot_guess": varlen}
 
 
+def _k1_ch32(varlen: bool, fast_math: bool) -> K1Config:
+    """The released 32-token K1 (configs.use_chunk32 and the split's)."""
+    return K1Config(varlen=varlen, fast_math=fast_math, skip_holes=varlen, dyn_search=varlen, u0_in_k2=True,
+                    chunk=32, threads=128, min_blocks=5, rsqrt_nr=not fast_math, tail_unswitch=True,
+                    norm_lanes=4, inv_blocks=True, **_prologue(varlen))
+
+
 def _released() -> tuple[Build, ...]:
     builds = []
     # Varlen K1 returns first from hole slots: H32 8192 x 16 5.55 -> 3.60 ms, 2048 x 64 3.56 -> 3.10,
@@ -117,10 +125,7 @@ def _released() -> tuple[Build, ...]:
     # all take the gate's tail mask in a branch and GVA's head divided once a program (0.496 ->
     # 0.475 with the head alone, 0.468 with both and the inverse's row vectors, which gave nothing).
     for varlen, fast_math in itertools.product((False, True), (False, True)):
-        builds.append(Build("k1", K1Config(varlen=varlen, fast_math=fast_math, skip_holes=varlen, dyn_search=varlen,
-                                           u0_in_k2=True, chunk=32, threads=128, min_blocks=5,
-                                           rsqrt_nr=not fast_math, tail_unswitch=True, norm_lanes=4,
-                                           inv_blocks=True, **_prologue(varlen))))
+        builds.append(Build("k1", _k1_ch32(varlen, fast_math)))
     # Their K2 claims its SM's whole register file (min_blocks 1): the rule gives each chain an SM
     # of its own anyway, and no K1 program then shares it (session 29, H100, H32 1x32768: K2 alone
     # 0.870 -> 0.848 ms; beside a whole K1 on two streams 1.441 -> 1.285).
@@ -163,6 +168,10 @@ def _released() -> tuple[Build, ...]:
     # final state) and pass C in place of K2. Varlen only: kda_prefill passes a fixed batch to it
     # as B sequences of T tokens.
     # passes A and C: configs.split_pass (SPLIT_CHUNK tokens a chunk, SPLIT_CONSUMERS)
+    # Its K1 writes Ab's bf16 halves for the passes' v_ss (configs.SPLIT_VSS).
+    if SPLIT_VSS:
+        for fast_math in (False, True):
+            builds.append(Build("k1", dataclasses.replace(_k1_ch32(True, fast_math), ab_halves=True)))
     builds.append(Build("k2_map", split_pass("map")))
     builds.append(Build("k2_seg", split_pass("seg")))
     # the scan in one part or SCAN_PARTS (configs.scan_parts picks); m_async measured slower (session 40)

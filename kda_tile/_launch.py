@@ -31,7 +31,9 @@ def _buffers(k1, k2, q, v, cu_seqlens):
     ws_dt, mat_dt = _TORCH_DTYPE[c1.ws_dtype], _TORCH_DTYPE[c1.mat_dtype]
     Wk = torch.empty(HV, NC * C, K, dtype=ws_dt, device=dev)
     ws = dict(Wk=Wk, qd=torch.empty_like(Wk), kr=torch.empty_like(Wk))
-    if c1.u0_in_k2:
+    if c1.ab_halves:  # a chunk's C rows of bf16(Ab), then C of bf16(Ab - hi)
+        ws["Ab"] = torch.empty(HV, 2 * NC * C, C, dtype=torch.bfloat16, device=dev)
+    elif c1.u0_in_k2:
         ws["Ab"] = torch.empty(HV, NC * C, C, dtype=mat_dt, device=dev)
     else:
         ws["U0"] = torch.empty(HV, NC * C, V, dtype=ws_dt, device=dev)

@@ -9,7 +9,7 @@ import host_codegen as hc
 from host_codegen import expr as X
 from kda_kernels import registry
 from kda_kernels.configs import (CHUNK, SPLIT_CHUNK, SPLIT_CONSUMERS, SPLIT_LEAN_ID, SPLIT_MAX_G, SPLIT_MIN_CHUNKS,
-                                 split_plan, split_plan_exprs, use_split)
+                                 SPLIT_VSS, split_plan, split_plan_exprs, use_split)
 
 BF = torch.bfloat16
 
@@ -58,7 +58,8 @@ def test_no_split_below_the_api_threshold():
 
 
 def _split_builds(h0="float32", ht=True):
-    return (registry.find("k1", varlen=True, fast_math=False, chunk=SPLIT_CHUNK), registry.find("k2_map", varlen=True),
+    return (registry.find("k1", varlen=True, fast_math=False, chunk=SPLIT_CHUNK, ab_halves=SPLIT_VSS),
+            registry.find("k2_map", varlen=True),
             registry.find("k2_scan", initial_state=h0, final_state=ht), registry.find("k2_seg", varlen=True))
 
 
@@ -82,9 +83,10 @@ def test_split_entry_validates_and_plans(backend):
     k1x = "_rnr_tu_nl4_ib_el_lp_sg" if SPLIT_CHUNK == 2 * CHUNK else "_el_lp_sg"
     c2 = "_c2" if SPLIT_CONSUMERS == 2 else ""
     lean = "_leanid" if SPLIT_LEAN_ID else ""
-    assert [ks.build_name for ks in spec.kernels] == [f"k1_prepare_varlen_ds_skipholes_mqkdiag_u0k2{ch}{k1x}",
-                                                      f"k2_map_varlen{c2}_u0k2{lean}{ch}", "k2_scan_varlen_h0f32_ht",
-                                                      f"k2_seg_varlen{c2}_u0k2{ch}"]
+    abh, vss = ("_abh", "_vss") if SPLIT_VSS else ("", "")   # K1 writes Ab's bf16 halves, the passes read v^T
+    assert [ks.build_name for ks in spec.kernels] == [
+        f"k1_prepare_varlen_ds_skipholes_mqkdiag_u0k2{abh}{ch}{k1x}", f"k2_map_varlen{c2}_u0k2{lean}{vss}{ch}",
+        "k2_scan_varlen_h0f32_ht", f"k2_seg_varlen{c2}_u0k2{vss}{ch}"]
     assert {w.name for w in spec.workspace} == {"Wk", "qd", "kr", "Ab", "Mqk", "gC", "maps", "starts"}
     assert [p.name for p in spec.outputs] == ["o", "final_state"]
     a = _args()
