@@ -308,6 +308,17 @@ case "$mode" in
     if [ -n "${K1WS_QUICK:-}" ]; then set -- "$R32" "$M4,w=4"; else set -- "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2"; fi
     K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
+  round49b)
+    # session 49: the split's passes with v_ss released (K1 writing Ab's bf16 halves): build, every
+    # split GPU test through the host entry, split_api --quick; then the one-consumer 32-token K2
+    # with v_ss (~9 min; round 48c is the H200's next call)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    split_check 220
+    # the unsplit one-consumer 32-token K2 (one chain an SM, chain-bound on either card) with v_ss
+    # and its K1 writing the halves, against the released pair (JIT, fixed batches)
+    K2_FIXED=1 K2_SHAPES="H32 1x32768;H64 1x8192" timeout 140 python bench/k2_round.py 1,3,1,u0k2,ch32 \
+      1,3,1,u0k2,ch32,vss,abh > "$OUT/k2_vss_one.log" 2>&1
+    grep -E "Error|error" "$OUT/k2_vss_one.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_vss_one.log" | tail -5 ;;
   round49a)
     # session 49, one start whichever card comes: on an H200 round 48c (is v_ss + K1's halves the
     # faster pair where K2 is held by its chain?) then round 46a (K1's diet and copy floor there);

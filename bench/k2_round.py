@@ -129,7 +129,7 @@ SHAPES = [("H96 1x8192", 8192, 96, [8192]), ("H64 8x1024", 8192, 64, [1024] * 8)
           ("H32 8192x16", 131072, 32, [16] * 8192), ("H32 256x512", 131072, 32, [512] * 256),
           ("H96 ragged6", 8192, 96, [1300, 547, 2048, 963, 271, 3063]),
           ("H64 ragged6", 8192, 64, [1300, 547, 2048, 963, 271, 3063]),
-          ("H32 ragged5", 32768, 32, [100, 5000, 300, 20000, 7368])]
+          ("H32 ragged5", 32768, 32, [100, 5000, 300, 20000, 7368]), ("H64 1x8192", 8192, 64, [8192])]
 # K2_SHAPES="H32 2048x64;H32 8192x16" keeps those rows only; K2_FIXED=1 times the equal-length
 # rows as fixed batches (B sequences, no cu_seqlens) and leaves the ragged ones out
 if os.environ.get("K2_SHAPES"):
