@@ -26,10 +26,12 @@ MIN_TOKENS = 256
 def workspace_bytes(N: int, T: int, HV: int, split: bool, chunk: int, varlen: bool = True) -> int:
     """Device bytes the host entry allocates for a call of N sequences of T tokens in all (a fixed
     batch: N rows of T // N): K1's chunk slots (Wk, qd, kr fp16 [HV, NC * chunk, K]; Ab, Mqk fp16
-    [HV, NC * chunk, chunk]; gC fp32 [HV, NC, K]) and, with the split, pass A's maps and the
-    scan's segment starts (fp32 [N, G, HV, V + K, K] and [N, G, HV, V, K])."""
+    [HV, NC * chunk, chunk], Ab twice the rows in bf16 halves where the split's passes read them,
+    configs.SPLIT_VSS; gC fp32 [HV, NC, K]) and, with the split, pass A's maps and the scan's
+    segment starts (fp32 [N, G, HV, V + K, K] and [N, G, HV, V, K])."""
     NC = T // chunk + N if varlen else N * (-(-(T // N) // chunk))
-    b = HV * NC * (chunk * (3 * K * 2 + 2 * chunk * 2) + K * 4)
+    ab_rows = 2 if split and configs.SPLIT_VSS else 1
+    b = HV * NC * (chunk * (3 * K * 2 + (1 + ab_rows) * chunk * 2) + K * 4)
     if split:
         _, G = configs.split_plan(N, T, HV, chunk)
         b += N * G * HV * (2 * V + K) * K * 4
