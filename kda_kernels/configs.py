@@ -110,6 +110,23 @@ def use_two_consumers(N: int, T: int, HV: int) -> bool:
             and T // N >= CHUNK32_MIN_TOKENS)
 
 
+# The one-consumer 32-token K2 with v^T read from its ring slot as wgmma's shared operand and Ab
+# in two bf16 halves from its K1 (K2Config.v_ss, K1Config.ab_halves: v's loads and conversions off
+# the chain, o's error unchanged) where its chains leave DRAM idle. JIT on an H100, fixed batches,
+# fp32 state in and out (round 49b): H32 1x32768 (64 programs) K2 0.850 -> 0.683 ms, K1 0.626 ->
+# 0.654, the pair -9.4%; H64 1x8192 (128 programs, near the H100's bytes) K2 +2.7%, the pair
+# +2.6%. So up to the programs measured faster (bench/NOTES.md, session 49).
+VSS_ONE_MAX_PROGRAMS = 64
+# api._plan's K2 form code (in its spp place) for these calls
+VSS_ONE = -5
+
+
+def use_vss_one(N: int, T: int, HV: int) -> bool:
+    """Whether a 32-token call of N packed sequences of T tokens in all and HV value heads that
+    takes one consumer a K2 program takes it with v_ss (and its K1 writing Ab's halves)."""
+    return 2 * N * HV <= VSS_ONE_MAX_PROGRAMS
+
+
 # K2 over SPP sequences a program (K2Config.seqs_per_program; issue 9's many short sequences).
 # kda_prefill, spp4 against spp1 without state (rounds 26a/26b; bench/NOTES.md, session 26): H32
 # 8192x16 0.75, 2048x64 0.95, 256x512 0.96, H8 4096x32 0.84, H1 4096x32 0.89, H2 2112x64 0.97; slower

@@ -20,8 +20,8 @@ import itertools
 from dataclasses import asdict, dataclass
 from typing import Union
 
-from .configs import (PAIRWISE_CHUNKS, SCAN_PARTS, SHORT_FIXED_RLIMIT, SPLIT_VSS, SPP_RLIMIT, SPPS,
-                      TWO_CONSUMER_RLIMIT, DecodeConfig, K1Config, K2Config, OrderConfig, ScanConfig, split_pass)
+from .configs import (PAIRWISE_CHUNKS, SCAN_PARTS, SHORT_FIXED_RLIMIT, SPP_RLIMIT, SPPS, TWO_CONSUMER_RLIMIT,
+                      DecodeConfig, K1Config, K2Config, OrderConfig, ScanConfig, split_pass)
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
@@ -138,6 +138,14 @@ def _released() -> tuple[Build, ...]:
     for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final, u0_in_k2=True,
                                            chunk=32, consumers=2, min_blocks=1, verify_rlimit=TWO_CONSUMER_RLIMIT)))
+    # ... and with v^T as wgmma's shared operand where one chain holds an SM with DRAM to spare
+    # (configs.use_vss_one), fed by K1s that write Ab in two bf16 halves; the split's passes read
+    # those halves too (configs.SPLIT_VSS). Session 49.
+    for varlen, fast_math in itertools.product((False, True), (False, True)):
+        builds.append(Build("k1", dataclasses.replace(_k1_ch32(varlen, fast_math), ab_halves=True)))
+    for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
+        builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final, u0_in_k2=True,
+                                           chunk=32, min_blocks=1, v_ss=True)))
     # Sequences of at most 16 tokens and no initial state (configs.use_short): one kernel, K1's
     # accurate 16-token form that reads v and writes o = Mqk (Ab v) (and the fp32 final state
     # U0^T kr) instead of the workspace; a program a (sequence, value head). Issue 9's H32 8192 x 16
@@ -168,10 +176,6 @@ def _released() -> tuple[Build, ...]:
     # final state) and pass C in place of K2. Varlen only: kda_prefill passes a fixed batch to it
     # as B sequences of T tokens.
     # passes A and C: configs.split_pass (SPLIT_CHUNK tokens a chunk, SPLIT_CONSUMERS)
-    # Its K1 writes Ab's bf16 halves for the passes' v_ss (configs.SPLIT_VSS).
-    if SPLIT_VSS:
-        for fast_math in (False, True):
-            builds.append(Build("k1", dataclasses.replace(_k1_ch32(True, fast_math), ab_halves=True)))
     builds.append(Build("k2_map", split_pass("map")))
     builds.append(Build("k2_seg", split_pass("seg")))
     # the scan in one part or SCAN_PARTS (configs.scan_parts picks); m_async measured slower (session 40)

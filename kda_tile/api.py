@@ -27,7 +27,8 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
                   split: bool = False, chunk: int = 16, spp: int = 1):
     """(K1, K2) for chunks of `chunk` tokens, K2 walking `spp` sequences a program (spp
     configs.SPP_LONGEST_FIRST: (K1, the order, K2 one sequence a program through it); spp
-    configs.TWO_CONSUMERS: K2 with two consumer warpgroups a program), or with `split`
+    configs.TWO_CONSUMERS: K2 with two consumer warpgroups a program; spp configs.VSS_ONE: one
+    consumer with v^T as wgmma's shared operand, K1 writing Ab's bf16 halves), or with `split`
     (K1, pass A, scan, pass C): the sequence split (configs.SPLIT_CHUNK-token chunks), where the
     scan (in `spp` parts: configs.scan_parts) reads the initial state and writes the final state.
     spp SHORT_FORM or PAIRWISE_FORM: (the short form over one or configs.PAIRWISE_CHUNKS chunks,)
@@ -35,8 +36,9 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
     if spp in (SHORT_FORM, PAIRWISE_FORM):
         return (registry.find("k1_short", varlen=varlen, short_ht=output_final_state,
                               short_chunks=1 if spp == SHORT_FORM else _configs.PAIRWISE_CHUNKS),)
+    vss = _configs.SPLIT_VSS if split else spp == _configs.VSS_ONE
     k1 = registry.find("k1", varlen=varlen, fast_math=fast_math, chunk=_configs.SPLIT_CHUNK if split else chunk,
-                       ab_halves=split and _configs.SPLIT_VSS)
+                       ab_halves=vss)
     if split:
         return (k1, registry.find("k2_map", varlen=varlen),
                 registry.find("k2_scan", varlen=varlen, initial_state=initial_state_dtype,
@@ -48,7 +50,8 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
                               chunk=chunk, seqs_per_program=1, longest_first=True, consumers=1))
     two = spp == _configs.TWO_CONSUMERS
     k2 = registry.find("k2", varlen=varlen, initial_state=initial_state_dtype, final_state=output_final_state,
-                       chunk=chunk, seqs_per_program=1 if two else spp, longest_first=False, consumers=2 if two else 1)
+                       chunk=chunk, seqs_per_program=1 if two or vss else spp, longest_first=False,
+                       consumers=2 if two else 1, v_ss=vss)
     return k1, k2
 
 
@@ -151,7 +154,9 @@ def chunk_for(q, v, cu_seqlens) -> int:
 
 
 def _two_rule(N, T, HV):
-    return _configs.TWO_CONSUMERS if _configs.use_two_consumers(N, T, HV) else 1
+    if _configs.use_two_consumers(N, T, HV):
+        return _configs.TWO_CONSUMERS
+    return _configs.VSS_ONE if _configs.use_vss_one(N, T, HV) else 1
 
 
 # (N, T, HV) -> chunk_for's answer; (N, T, HV) -> _plan's K2 form for a 32-token call
@@ -280,6 +285,12 @@ def _one_sequence_plan(T, HV):
     return False, _chunk_rule(1, T, HV) if T >= _configs.CHUNK32_MIN_TOKENS else 16
 
 
+def _pipe_form(T, HV, chunk):
+    """The K2 form (_plan's spp) of the pipeline's slabs: one sequence a program, with v_ss where
+    configs.use_vss_one says so for a 32-token call (the pipeline takes at most 64 chains)."""
+    return _configs.VSS_ONE if chunk == 32 and _two_rule(1, T, HV) == _configs.VSS_ONE else 1
+
+
 def _slab_form(T, HV):
     """_plan of one slab of T tokens (a one-sequence varlen call), from stand-in shapes: slabs
     whose forms differ (a 32-token tail with one consumer, say) take two entries, two workspaces."""
@@ -353,7 +364,8 @@ def _pipe_rule(N, T, HV):
         tokens = max(slabs.MIN_TOKENS, -(-tokens // slabs.ALIGN) * slabs.ALIGN)
         if tokens >= T:
             return 0
-        fits = WORKSPACE_LIMIT is None or slabs.pipeline_workspace_bytes(tokens, HV, chunk, True) <= WORKSPACE_LIMIT
+        fits = WORKSPACE_LIMIT is None or slabs.pipeline_workspace_bytes(tokens, HV, chunk, True,
+                                                                         _pipe_form(T, HV, chunk)) <= WORKSPACE_LIMIT
         if fits or tokens == slabs.MIN_TOKENS:
             return tokens
         n += 1
@@ -377,15 +389,16 @@ def _pipelined(tokens, q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, ini
     _check_whole(q, k, v, g, beta, A_log, dt_bias, lower_bound, scale, initial_state, output_final_state,
                  cu_seqlens, fast_math, out, final_state_out)
     _, chunk = _one_sequence_plan(q.shape[1], v.shape[2])
+    spp = _pipe_form(q.shape[1], v.shape[2], chunk)
 
     def raw_for(h0, want):
-        key = _dispatch_key(cu_seqlens, h0, want, bool(fast_math), False, chunk, 1)
+        key = _dispatch_key(cu_seqlens, h0, want, bool(fast_math), False, chunk, spp)
         hit = _RAW.get(key)
-        return (hit or _raw_for(h0, want, cu_seqlens, fast_math, False, chunk))[0]
+        return (hit or _raw_for(h0, want, cu_seqlens, fast_math, False, chunk, spp))[0]
     return slabs.run_pipelined(raw_for, tokens, chunk, q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias,
                                lower_bound=lower_bound, scale=scale, initial_state=initial_state,
                                output_final_state=output_final_state, cu_seqlens=cu_seqlens, out=out,
-                               final_state_out=final_state_out)
+                               final_state_out=final_state_out, spp=spp)
 
 
 def _renamed_outputs(e):
@@ -400,7 +413,8 @@ def _renamed_outputs(e):
 def _plan(q, v, cu_seqlens):
     """(split, chunk, spp) of a call: use_split, then the split's chunk and its scan's parts
     (scan_parts_for) or chunk_for, and for an unsplit 16-token call spp_for, for a 32-token one
-    configs.TWO_CONSUMERS where configs.use_two_consumers says so (else 1). Calls too short for
+    configs.TWO_CONSUMERS where configs.use_two_consumers says so, else configs.VSS_ONE where
+    configs.use_vss_one does (else 1). Calls too short for
     the split and 32-token rules skip those two (a fixed batch of many short rows still groups
     its sequences)."""
     try:

@@ -23,14 +23,15 @@ ALIGN = 32
 MIN_TOKENS = 256
 
 
-def workspace_bytes(N: int, T: int, HV: int, split: bool, chunk: int, varlen: bool = True) -> int:
+def workspace_bytes(N: int, T: int, HV: int, split: bool, chunk: int, varlen: bool = True, *, spp: int = 1) -> int:
     """Device bytes the host entry allocates for a call of N sequences of T tokens in all (a fixed
-    batch: N rows of T // N): K1's chunk slots (Wk, qd, kr fp16 [HV, NC * chunk, K]; Ab, Mqk fp16
-    [HV, NC * chunk, chunk], Ab twice the rows in bf16 halves where the split's passes read them,
-    configs.SPLIT_VSS; gC fp32 [HV, NC, K]) and, with the split, pass A's maps and the scan's
-    segment starts (fp32 [N, G, HV, V + K, K] and [N, G, HV, V, K])."""
+    batch: N rows of T // N) and K2 form `spp` (api._plan's): K1's chunk slots (Wk, qd, kr fp16
+    [HV, NC * chunk, K]; Ab, Mqk fp16 [HV, NC * chunk, chunk], Ab twice the rows in bf16 halves
+    where K2 or the split's passes read them so, configs.VSS_ONE and SPLIT_VSS; gC fp32 [HV, NC,
+    K]) and, with the split, pass A's maps and the scan's segment starts (fp32 [N, G, HV, V + K, K]
+    and [N, G, HV, V, K])."""
     NC = T // chunk + N if varlen else N * (-(-(T // N) // chunk))
-    ab_rows = 2 if split and configs.SPLIT_VSS else 1
+    ab_rows = 2 if (configs.SPLIT_VSS if split else spp == configs.VSS_ONE) else 1
     b = HV * NC * (chunk * (3 * K * 2 + (1 + ab_rows) * chunk * 2) + K * 4)
     if split:
         _, G = configs.split_plan(N, T, HV, chunk)
@@ -41,22 +42,25 @@ def workspace_bytes(N: int, T: int, HV: int, split: bool, chunk: int, varlen: bo
 def slab_tokens(T: int, HV: int, limit: int, plan) -> int:
     """Tokens a slab of a one-sequence call of T tokens so that each slab's workspace and the
     two fp32 carry states fit in `limit` bytes; 0 when the whole call fits (or is too short to
-    cut). plan(T) -> (split, chunk, ...) is the API's choice for a one-sequence call of T tokens;
-    what follows (split, chunk) tells entries apart, not bytes."""
+    cut). plan(T) -> (split, chunk, spp) is the API's choice for a one-sequence call of T tokens."""
     if T <= MIN_TOKENS:
         return 0
     carry = 2 * HV * V * K * 4
 
+    def nbytes(t):
+        split, chunk, spp = plan(t)
+        return workspace_bytes(1, t, HV, split, chunk, spp=spp)
+
     def fits(t):
         # the entry keeps one workspace per configuration: a tail slab that takes another plan
         # (unsplit below the split's threshold, another chunk) holds its own beside the slabs'
-        need = workspace_bytes(1, t, HV, *plan(t)[:2]) + carry
+        need = nbytes(t) + carry
         tail = T % t
         if tail and plan(tail) != plan(t):
-            need += workspace_bytes(1, tail, HV, *plan(tail)[:2])
+            need += nbytes(tail)
         return need <= limit
 
-    if workspace_bytes(1, T, HV, *plan(T)[:2]) <= limit:
+    if nbytes(T) <= limit:
         return 0
     n = 2
     while True:
@@ -170,21 +174,21 @@ def _launch(j, kernel, stream, raw, a, flags, ws):
     TRACE.append((j, kernel, t0, t1))
 
 
-def pipeline_workspace_bytes(tokens: int, HV: int, chunk: int, varlen: bool) -> int:
+def pipeline_workspace_bytes(tokens: int, HV: int, chunk: int, varlen: bool, spp: int = 1) -> int:
     """Device bytes of the pipeline's two workspaces and two fp32 carry states."""
-    return 2 * (workspace_bytes(1, tokens, HV, False, chunk, varlen) + WS_SLACK) + 2 * HV * V * K * 4
+    return 2 * (workspace_bytes(1, tokens, HV, False, chunk, varlen, spp=spp) + WS_SLACK) + 2 * HV * V * K * 4
 
 
 def run_pipelined(raw_for, tokens, chunk, q, k, v, g, beta, *, A_log, dt_bias, lower_bound, scale, initial_state,
-                  output_final_state, cu_seqlens, out, final_state_out):
-    """A one-sequence call (arguments already checked; unsplit, `chunk`-token chunks) as slabs of
-    `tokens` tokens whose K1 and K2 run on two streams. raw_for(initial_state, want_final) is the
-    raw entry of that plan for a slab with that initial state (None or fp32) and final state.
-    Returns (o, final state or None), written on the caller's stream's order."""
+                  output_final_state, cu_seqlens, out, final_state_out, spp=1):
+    """A one-sequence call (arguments already checked; unsplit, `chunk`-token chunks, K2 form
+    `spp`) as slabs of `tokens` tokens whose K1 and K2 run on two streams. raw_for(initial_state,
+    want_final) is the raw entry of that plan for a slab with that initial state (None or fp32)
+    and final state. Returns (o, final state or None), written on the caller's stream's order."""
     T, HV = q.shape[1], v.shape[2]
     dev = q.device
     o, carry, ht, cur = _outputs(q, v, initial_state, output_final_state, out, final_state_out)
-    nbytes = workspace_bytes(1, tokens, HV, False, chunk, cu_seqlens is not None) + WS_SLACK
+    nbytes = workspace_bytes(1, tokens, HV, False, chunk, cu_seqlens is not None, spp=spp) + WS_SLACK
     ws = (torch.empty(nbytes, dtype=torch.uint8, device=dev), torch.empty(nbytes, dtype=torch.uint8, device=dev))
     plan = list(_slabs(T, tokens, output_final_state, ht, carry))
     # every slab's cu_seqlens made on the caller's stream before the two streams fork from it

@@ -62,13 +62,14 @@ def test_each_call_gets_the_builds_select_builds_names(recorder):
             k1, k2, nargs, _ = recorder[-1]
             short = api.SHORT and not varlen and h0 is None and L <= configs.PAIRWISE_TOKENS
             keys.add((varlen, fast, h0, ht) + (("short", L <= configs.SHORT_TOKENS) if short
-                                               else (configs_chunk32(n, H, L, fast), configs_two(n, H, L))))
+                                               else (configs_chunk32(n, H, L, fast),
+                                                     configs_form(n, H, L) if configs_chunk32(n, H, L, fast) else 1)))
             want = api.select_builds(varlen=varlen, fast_math=fast,
                                      initial_state_dtype=None if h0 is None else api._STATE_DTYPES[h0],
                                      output_final_state=ht,
                                      chunk=32 if configs_chunk32(n, H, L, fast) else 16,
                                      spp=(api.SHORT_FORM if L <= configs.SHORT_TOKENS else api.PAIRWISE_FORM) if short
-                                     else configs.TWO_CONSUMERS if configs_two(n, H, L)
+                                     else configs_form(n, H, L) if configs_chunk32(n, H, L, fast)
                                      else 1)
             assert (k1, k2) == (want[0], want[-1]), (varlen, fast, h0, ht, n, H, L)
             assert (len(want) == 1) == short
@@ -84,10 +85,13 @@ def configs_chunk32(n, H, L, fast):
     return n * H <= 104 and L >= 512
 
 
-def configs_two(n, H, L):
-    """Two consumers a K2 program: 32-token chunks whose one-consumer chains outnumber the SMs
-    (2 n H > 132) and at most 104 programs (kda_kernels.configs.use_two_consumers)."""
-    return 66 < n * H <= 104 and L >= 512
+def configs_form(n, H, L):
+    """A 32-token call's K2: two consumers a program where the one-consumer chains outnumber the
+    SMs (2 n H > 132) and at most 104 programs (kda_kernels.configs.use_two_consumers); else one
+    consumer, with v_ss at 64 chains or fewer (configs.use_vss_one)."""
+    if 66 < n * H <= 104 and L >= 512:
+        return configs.TWO_CONSUMERS
+    return configs.VSS_ONE if 2 * n * H <= 64 else 1
 
 
 def test_chunk_rule_takes_32_token_builds_only_for_few_long_chains():
@@ -99,11 +103,18 @@ def test_chunk_rule_takes_32_token_builds_only_for_few_long_chains():
     assert api.chunk_for(x, x, None) == 32 and api._plan(x, x, None) == (False, 32, configs.TWO_CONSUMERS)
     x, kw = _inputs(2, 53, False, None, 600)   # 106 two-consumer programs
     assert api.chunk_for(x, x, None) == 16
-    x, kw = _inputs(1, 32, True, None, 600)
+    x, kw = _inputs(1, 33, True, None, 600)    # 66 chains: one consumer, v^T from registers
     assert api._plan(x, x, kw["cu_seqlens"]) == (False, 32, 1)
     k1, k2 = api.select_builds(varlen=True, fast_math=False, initial_state_dtype=None, output_final_state=False,
                                chunk=32)
     assert k1.config.chunk == k2.config.chunk == 32 and k2.config.consumers == 1
+    assert not k1.config.ab_halves and not k2.config.v_ss
+    x, kw = _inputs(1, 32, True, None, 600)    # 64 chains: one consumer with v_ss
+    assert api._plan(x, x, kw["cu_seqlens"]) == (False, 32, configs.VSS_ONE)
+    k1, k2 = api.select_builds(varlen=True, fast_math=False, initial_state_dtype=None, output_final_state=False,
+                               chunk=32, spp=configs.VSS_ONE)
+    assert k1.config.chunk == k2.config.chunk == 32 and k2.config.consumers == 1
+    assert k1.config.ab_halves and k2.config.v_ss and k2.config.seqs_per_program == 1
     k1, k2 = api.select_builds(varlen=False, fast_math=True, initial_state_dtype="bfloat16", output_final_state=True,
                                chunk=32, spp=configs.TWO_CONSUMERS)
     assert k1.config.chunk == k2.config.chunk == 32 and k2.config.consumers == 2 and not k2.config.varlen

@@ -36,7 +36,8 @@ def test_probe_limit_rows_fit(label, T, H, mb):
         api.set_workspace_limit(mb << 20)
         api.set_pipeline(True)
         tokens = api._pipe_rule(1, T, H)
-        assert tokens and slabs.pipeline_workspace_bytes(tokens, H, api._one_sequence_plan(T, H)[1], True) <= mb << 20
+        chunk = api._one_sequence_plan(T, H)[1]
+        assert tokens and slabs.pipeline_workspace_bytes(tokens, H, chunk, True, api._pipe_form(T, H, chunk)) <= mb << 20
         assert api._slab_rule(1, T, H) > 0
     finally:
         api.set_pipeline(None)

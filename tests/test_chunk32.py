@@ -11,8 +11,10 @@ from kda_tile import _launch
 def test_released_pairs_share_their_chunk():
     pairs = hc.released_pairs()
     assert {(a.config.chunk, b.config.chunk) for a, b in pairs} == {(16, 16), (32, 32)}
-    # fixed and varlen x fast_math or not x 6 state modes x one or two consumers
-    assert sum(a.config.chunk == 32 for a, _ in pairs) == 48
+    # fixed and varlen x fast_math or not x 6 state modes x one or two consumers, or one with v_ss
+    # (and its K1 writing Ab's halves)
+    assert sum(a.config.chunk == 32 for a, _ in pairs) == 72
+    assert sum(b.config.v_ss for _, b in pairs) == 24 and all(a.config.ab_halves == b.config.v_ss for a, b in pairs)
     assert {b.config.consumers for _, b in pairs if b.config.chunk == 32} == {1, 2}
     assert {b.config.consumers for _, b in pairs if b.config.chunk == 16} == {1}
     assert {a.config.fast_math for a, _ in pairs if a.config.chunk == 32} == {False, True}

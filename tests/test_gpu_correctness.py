@@ -369,6 +369,27 @@ def test_two_consumers(B, T, H, HV, lens, fast):
     _run_modes(case, inp, cu, fast_math=fast)
 
 
+@pytest.mark.parametrize("B,T,H,HV,lens,fast", [
+    (1, 1000, 32, 32, None, False),             # a tail chunk, 64 chains
+    (2, 777, 16, 16, None, False),              # a fixed batch
+    (1, None, 6, 6, [0, 1700, 1, 37, 2100], False),     # empty and one-token sequences among long ones
+    (1, 1536, 4, 32, None, False),              # GVA
+    (1, None, 10, 10, [1200, 0, 531], True),    # fast_math
+], ids=["fixed_B1_T1000_H32", "fixed_B2_T777_H16", "varlen_H6", "gva_H4_HV32_T1536", "varlen_H10_fast"])
+def test_one_consumer_vss(B, T, H, HV, lens, fast):
+    """32-token chunks with one consumer a K2 program that reads v^T from its ring slot and Ab in
+    bf16 halves from its K1 (configs.use_vss_one), chosen by the API's rule at each shape
+    (asserted), every state mode."""
+    from kda_tile import api
+    from kda_kernels import configs
+    cu = None if lens is None else torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()),
+                                                dtype=torch.int64, device="cuda")
+    inp = _inputs(B, T or sum(lens), H, cu=cu, seed=71 + (T or sum(lens)) + H + HV, HV=HV)
+    assert api._plan(inp["q"], inp["v"], cu) == (False, 32, configs.VSS_ONE)
+    case = f"one consumer v_ss B={B} T={T or sum(lens)} H={H} HV={HV} lens={lens}" + (" fast_math" if fast else "")
+    _run_modes(case, inp, cu, fast_math=fast)
+
+
 @pytest.mark.parametrize("n", [1023, 1024, 1025, 2000])
 def test_longest_first_around_max_ranked(n):
     """Around k2_order's max_ranked (1024): ranked below and at it, the identity above; lengths

@@ -1,7 +1,8 @@
-"""K2Config.v_ss (session 48, not released): v^T as wgmma's shared bf16 A operand, Ab in two bf16
-halves (a chunk's C rows of hi, then C of lo). CPU only: the names and refusals, Ab's halves hold
-K1's fp16 Ab exactly, the fixed and varlen builds prove, and a missing full-barrier wait is caught
-on v's slot through the transposed A operand's footprint. bench/k2_round.py `vss` runs it on a GPU."""
+"""K2Config.v_ss (session 48; released in session 49 with one consumer and in the split): v^T as
+wgmma's shared bf16 A operand, Ab in two bf16 halves (a chunk's C rows of hi, then C of lo). CPU
+only: the names and refusals, Ab's halves hold K1's fp16 Ab exactly, the fixed and varlen builds
+prove, and a missing full-barrier wait is caught on v's slot through the transposed A operand's
+footprint. bench/k2_round.py `vss` runs it on a GPU."""
 import dataclasses
 import sys
 from pathlib import Path
@@ -23,7 +24,9 @@ def _build(varlen, probe=""):
 def test_names_and_refusals():
     assert _build(False).name == "k2_recurrence_fixed_h0f32_ht_c2_u0k2_vss_ch32"
     assert _build(True, "no_lo").name == "k2_recurrence_varlen_h0f32_ht_c2_u0k2_vss_ch32_probe_no_lo"
-    assert not any(b.config.v_ss for b in registry.RELEASED if b.stage == "k2")
+    # released with one consumer (configs.use_vss_one) and in the split's passes (session 49)
+    assert {b.config.consumers for b in registry.RELEASED if b.stage == "k2" and b.config.v_ss} == {1}
+    assert all(b.config.v_ss for b in registry.RELEASED if b.stage in ("k2_map", "k2_seg"))
     with pytest.raises(AssertionError, match="v_ss forms U0 in K2"):
         registry.Build("k2", K2Config(chunk=32, v_ss=True)).prim_func()          # no u0_in_k2
     with pytest.raises(AssertionError, match="probe no_lo is v_ss's"):

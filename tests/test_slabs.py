@@ -7,7 +7,7 @@ import torch
 
 import host_codegen as hc
 from host_codegen import expr as X
-from kda_kernels.configs import SPLIT_CHUNK
+from kda_kernels.configs import SPLIT_CHUNK, TWO_CONSUMERS, VSS_ONE
 from kda_kernels.reference import kda_chunked, random_inputs
 from kda_tile import api, slabs
 
@@ -15,9 +15,9 @@ BF = torch.bfloat16
 _BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
-def _entry_workspace_bytes(N, T, HV, split, chunk, varlen):
+def _entry_workspace_bytes(N, T, HV, split, chunk, varlen, spp=1):
     builds = api.select_builds(varlen=varlen, fast_math=False, initial_state_dtype=None, output_final_state=False,
-                               split=split, chunk=chunk)
+                               split=split, chunk=chunk, spp=spp)
     e = hc.get_entry(*builds, backend="cpp")
     B, Tq = (1, T) if varlen else (N, T // N)
     z = lambda *s: torch.zeros(*s, dtype=BF)  # noqa: E731
@@ -35,13 +35,14 @@ def _entry_workspace_bytes(N, T, HV, split, chunk, varlen):
     return total
 
 
-@pytest.mark.parametrize("N,T,HV,split,chunk,varlen", [
-    (1, 8192, 96, False, 16, True), (1, 8192, 96, False, 16, False), (1, 5000, 4, False, 32, True),
-    (3, 3001, 2, False, 16, True), (2, 4096, 2, False, 32, False), (1, 65536, 8, True, SPLIT_CHUNK, True),
-    (1, 9000, 3, True, SPLIT_CHUNK, True)])
-def test_workspace_formula_is_the_entrys(N, T, HV, split, chunk, varlen):
-    assert slabs.workspace_bytes(N, T, HV, split, chunk, varlen) == _entry_workspace_bytes(N, T, HV, split, chunk,
-                                                                                          varlen)
+@pytest.mark.parametrize("N,T,HV,split,chunk,varlen,spp", [
+    (1, 8192, 96, False, 16, True, 1), (1, 8192, 96, False, 16, False, 1), (1, 5000, 4, False, 32, True, 1),
+    (3, 3001, 2, False, 16, True, 1), (2, 4096, 2, False, 32, False, 1), (1, 65536, 8, True, SPLIT_CHUNK, True, 1),
+    (1, 9000, 3, True, SPLIT_CHUNK, True, 1), (1, 5000, 4, False, 32, True, VSS_ONE),
+    (2, 4096, 2, False, 32, False, VSS_ONE), (1, 8192, 96, False, 32, True, TWO_CONSUMERS)])
+def test_workspace_formula_is_the_entrys(N, T, HV, split, chunk, varlen, spp):
+    assert slabs.workspace_bytes(N, T, HV, split, chunk, varlen, spp=spp) == _entry_workspace_bytes(
+        N, T, HV, split, chunk, varlen, spp)
 
 
 @pytest.mark.parametrize("force", [None, 32])
@@ -56,7 +57,8 @@ def test_slab_plan_fits_the_limit(T, HV, limit_mb, force, monkeypatch):
     limit = limit_mb << 20
     plan = lambda t: api._slab_form(t, HV)  # noqa: E731
     tokens = slabs.slab_tokens(T, HV, limit, plan)
-    whole = slabs.workspace_bytes(1, T, HV, *plan(T)[:2])
+    nbytes = lambda t: slabs.workspace_bytes(1, t, HV, plan(t)[0], plan(t)[1], spp=plan(t)[2])  # noqa: E731
+    whole = nbytes(T)
     if whole <= limit:
         assert tokens == 0
         return
@@ -64,10 +66,10 @@ def test_slab_plan_fits_the_limit(T, HV, limit_mb, force, monkeypatch):
     assert slabs.MIN_TOKENS <= tokens < T
     # what the slabs hold at once: the two fp32 carry states, the slabs' workspace, and the tail
     # slab's if it takes another entry (the API keeps a workspace per entry)
-    need = 2 * HV * 128 * 128 * 4 + slabs.workspace_bytes(1, tokens, HV, *plan(tokens)[:2])
+    need = 2 * HV * 128 * 128 * 4 + nbytes(tokens)
     tail = T % tokens
     if tail and plan(tail) != plan(tokens):
-        need += slabs.workspace_bytes(1, tail, HV, *plan(tail)[:2])
+        need += nbytes(tail)
     if tokens > slabs.MIN_TOKENS:
         assert need <= limit
     assert plan(tokens)[:2] == api._one_sequence_plan(tokens, HV)
@@ -76,7 +78,7 @@ def test_slab_plan_fits_the_limit(T, HV, limit_mb, force, monkeypatch):
 def test_slab_plan_tells_entries_apart():
     """A plan whose third element differs for the tail counts the tail's workspace."""
     two = lambda t: (False, 32, 2 if t >= 512 else 1)  # noqa: E731
-    plain = lambda t: (False, 32)  # noqa: E731
+    plain = lambda t: (False, 32, 1)  # noqa: E731
     assert slabs.slab_tokens(8192, 96, 64 << 20, plain) == 576
     assert slabs.slab_tokens(8192, 96, 64 << 20, two) == 512
 
@@ -394,8 +396,9 @@ def test_pipeline_rule(T, HV, on, limit_mb, want):
         if want is not None:
             assert tokens == want
         if limit_mb is not None:
-            assert tokens and slabs.pipeline_workspace_bytes(tokens, HV, api._one_sequence_plan(T, HV)[1],
-                                                             True) <= limit_mb << 20
+            chunk = api._one_sequence_plan(T, HV)[1]
+            assert tokens and slabs.pipeline_workspace_bytes(tokens, HV, chunk, True,
+                                                             api._pipe_form(T, HV, chunk)) <= limit_mb << 20
             assert tokens % slabs.ALIGN == 0
     finally:
         api.set_pipeline(None)
