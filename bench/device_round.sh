@@ -308,6 +308,22 @@ case "$mode" in
     if [ -n "${K1WS_QUICK:-}" ]; then set -- "$R32" "$M4,w=4"; else set -- "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2"; fi
     K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
+  round49c)
+    # session 49: the one-consumer 32-token K2 with v_ss released (configs.use_vss_one, the
+    # pipeline's slabs too): build; its GPU tests, the pipeline's, two consumers' and the slabs'
+    # as the rule picks; split_api --quick (H32 1x32768 through kda_prefill: the pipeline with
+    # v_ss); then the GPU matrix with every unsplit call forced to 32 tokens (v_ss at <= 64
+    # chains), as far as the time goes (~8 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      -k "one_consumer_vss or pipeline or two_consumers or slabs" > "$OUT/pytest_vss_one.log" 2>&1
+    echo "v_ss one, pipeline, slabs: $(grep -E "passed|failed" "$OUT/pytest_vss_one.log" | tail -1)"
+    grep -E "^FAILED|Error" "$OUT/pytest_vss_one.log" | head -5
+    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_vss_one.json" 2>/dev/null
+    timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
+    grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6
+    matrix_runs 200 32 ;;
   round49b)
     # session 49: the split's passes with v_ss released (K1 writing Ab's bf16 halves): build, every
     # split GPU test through the host entry, split_api --quick; then the one-consumer 32-token K2
