@@ -115,7 +115,10 @@ def use_two_consumers(N: int, T: int, HV: int) -> bool:
 # the chain, o's error unchanged) where its chains leave DRAM idle. JIT on an H100, fixed batches,
 # fp32 state in and out (round 49b): H32 1x32768 (64 programs) K2 0.850 -> 0.683 ms, K1 0.626 ->
 # 0.654, the pair -9.4%; H64 1x8192 (128 programs, near the H100's bytes) K2 +2.7%, the pair
-# +2.6%. So up to the programs measured faster (bench/NOTES.md, session 49).
+# +2.6%. So up to the programs measured faster. Not where the slab pipeline takes the call
+# (use_pipeline): there K1 on the SMs the chains leave holds the call, and v_ss's K1 is the slower
+# (H32 1x32768 through kda_prefill: 1.325 ms with v_ss against 1.303 without, two H100s; round
+# 49c). bench/NOTES.md, session 49.
 VSS_ONE_MAX_PROGRAMS = 64
 # api._plan's K2 form code (in its spp place) for these calls
 VSS_ONE = -5
@@ -124,7 +127,7 @@ VSS_ONE = -5
 def use_vss_one(N: int, T: int, HV: int) -> bool:
     """Whether a 32-token call of N packed sequences of T tokens in all and HV value heads that
     takes one consumer a K2 program takes it with v_ss (and its K1 writing Ab's halves)."""
-    return 2 * N * HV <= VSS_ONE_MAX_PROGRAMS
+    return 2 * N * HV <= VSS_ONE_MAX_PROGRAMS and not use_pipeline(N, T, HV)
 
 
 # K2 over SPP sequences a program (K2Config.seqs_per_program; issue 9's many short sequences).

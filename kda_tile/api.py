@@ -286,8 +286,9 @@ def _one_sequence_plan(T, HV):
 
 
 def _pipe_form(T, HV, chunk):
-    """The K2 form (_plan's spp) of the pipeline's slabs: one sequence a program, with v_ss where
-    configs.use_vss_one says so for a 32-token call (the pipeline takes at most 64 chains)."""
+    """The K2 form (_plan's spp) of the pipeline's slabs: the whole call's, so that the pipeline
+    gives its o bit for bit (one sequence a program, with v_ss where configs.use_vss_one says so
+    for a 32-token call: only where the rule would not pipeline it)."""
     return _configs.VSS_ONE if chunk == 32 and _two_rule(1, T, HV) == _configs.VSS_ONE else 1
 
 

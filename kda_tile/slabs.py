@@ -17,6 +17,21 @@ from kda_kernels import configs
 K = V = 128
 # Slab ends fall on multiples of this many tokens: whole chunks at 16 and 32.
 ALIGN = 32
+# PyTorch's CUDA caching allocator: a request of 10 MiB or more gets a segment rounded up to 2
+# MiB, and keeps the whole segment as the block (so torch.cuda.max_memory_allocated counts it)
+# when what is left would be 1 MiB or less (kMinLargeAlloc, kRoundLarge, kSmallSize).
+_MIB = 1 << 20
+
+
+def allocated_bytes(nbytes: int) -> int:
+    """What the caching allocator counts as allocated for one request of `nbytes` bytes (round 49c:
+    a 61.4 MiB split workspace counted as 62 MiB took H8 1x1M over a 64 MB limit by 0.48 MB)."""
+    n = -(-nbytes // 512) * 512
+    if n >= 10 * _MIB:
+        segment = -(-n // (2 * _MIB)) * (2 * _MIB)
+        if segment - n <= _MIB:
+            return segment
+    return n
 # The shortest slab: below it the per-slab costs (launches, the state's trip through memory)
 # would dominate; a limit too small for it is exceeded rather than honoured. (H96 under 64 MB
 # takes 640-token slabs.)
@@ -45,11 +60,11 @@ def slab_tokens(T: int, HV: int, limit: int, plan) -> int:
     cut). plan(T) -> (split, chunk, spp) is the API's choice for a one-sequence call of T tokens."""
     if T <= MIN_TOKENS:
         return 0
-    carry = 2 * HV * V * K * 4
+    carry = allocated_bytes(2 * HV * V * K * 4)
 
-    def nbytes(t):
+    def nbytes(t):   # the entry allocates its workspace as one request
         split, chunk, spp = plan(t)
-        return workspace_bytes(1, t, HV, split, chunk, spp=spp)
+        return allocated_bytes(workspace_bytes(1, t, HV, split, chunk, spp=spp) + WS_SLACK)
 
     def fits(t):
         # the entry keeps one workspace per configuration: a tail slab that takes another plan
@@ -176,7 +191,8 @@ def _launch(j, kernel, stream, raw, a, flags, ws):
 
 def pipeline_workspace_bytes(tokens: int, HV: int, chunk: int, varlen: bool, spp: int = 1) -> int:
     """Device bytes of the pipeline's two workspaces and two fp32 carry states."""
-    return 2 * (workspace_bytes(1, tokens, HV, False, chunk, varlen, spp=spp) + WS_SLACK) + 2 * HV * V * K * 4
+    return 2 * allocated_bytes(workspace_bytes(1, tokens, HV, False, chunk, varlen, spp=spp) + WS_SLACK) \
+        + allocated_bytes(2 * HV * V * K * 4)
 
 
 def run_pipelined(raw_for, tokens, chunk, q, k, v, g, beta, *, A_log, dt_bias, lower_bound, scale, initial_state,

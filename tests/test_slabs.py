@@ -75,6 +75,23 @@ def test_slab_plan_fits_the_limit(T, HV, limit_mb, force, monkeypatch):
     assert plan(tokens)[:2] == api._one_sequence_plan(tokens, HV)
 
 
+def test_allocator_model_gives_round_49c_peak():
+    """The caching allocator's count (slabs.allocated_bytes) of round 49c's H8 1x1M slabs under 64
+    MB, as planned then (5792-token split slabs, a 224-token fixed tail on its own entry, the two
+    fp32 carry states): 67,609,600 bytes measured on an H100, where the plain sum said 63.95 MB."""
+    ws = slabs.allocated_bytes(slabs.workspace_bytes(1, 5792, 8, True, SPLIT_CHUNK, spp=4) + slabs.WS_SLACK)
+    tail = slabs.allocated_bytes(slabs.workspace_bytes(1, 224, 8, False, 16, False) + slabs.WS_SLACK)
+    carry = slabs.allocated_bytes(2 * 8 * 128 * 128 * 4)
+    assert abs(ws + tail + carry - 67_609_600) <= 2048
+    assert ws == 62 << 20 and slabs.allocated_bytes((60 << 20) - (2 << 20) + 512) == (58 << 20) + 512
+    # the plan now leaves room for it
+    plan = lambda t: api._slab_form(t, 8)  # noqa: E731
+    tokens = slabs.slab_tokens(1 << 20, 8, 64 << 20, plan)
+    need = carry + slabs.allocated_bytes(slabs.workspace_bytes(1, tokens, 8, *plan(tokens)[:2], spp=plan(tokens)[2])
+                                         + slabs.WS_SLACK)
+    assert need <= 64 << 20 and (1 << 20) % tokens == 0 or plan((1 << 20) % tokens) == plan(tokens)
+
+
 def test_slab_plan_tells_entries_apart():
     """A plan whose third element differs for the tail counts the tail's workspace."""
     two = lambda t: (False, 32, 2 if t >= 512 else 1)  # noqa: E731
