@@ -329,7 +329,7 @@ case "$mode" in
     # split GPU test through the host entry, split_api --quick; then the one-consumer 32-token K2
     # with v_ss (~9 min; round 48c is the H200's next call)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-    split_check 220
+    split_check 320
     # the unsplit one-consumer 32-token K2 (one chain an SM, chain-bound on either card) with v_ss
     # and its K1 writing the halves, against the released pair (JIT, fixed batches)
     K2_FIXED=1 K2_SHAPES="H32 1x32768;H64 1x8192" timeout 140 python bench/k2_round.py 1,3,1,u0k2,ch32 \
@@ -587,7 +587,7 @@ case "$mode" in
     SPLIT_CHUNK=32 SPLIT_SCAN_PARTS=1,4,4ma SPLIT_SHAPES="H8 1x65536,H8 1x262144" \
       timeout 150 python -u bench/split_round.py 16 > "$OUT/split_scan.log" 2>&1
     grep -E "Error|error" "$OUT/split_scan.log" | head -3; tail -8 "$OUT/split_scan.log"
-    split_check 220
+    split_check 320
     if on_h200 && [ -n "$ROUND40B_ROWS" ]; then BENCH_LIBS=kda_tile,cudnn_fe BENCH_SKIP=8 peer_rows 120; fi ;;
   round40a)
     # session 40: the scan with its sums cut into parts (ScanConfig.parts 1, 4, 2; JIT, against
