@@ -359,13 +359,18 @@ def test_longest_first_forced(lens, monkeypatch):
 def test_two_consumers(B, T, H, HV, lens, fast):
     """32-token chunks with two consumers a K2 program (configs.use_two_consumers), chosen by the
     API's rule at each shape (asserted), every state mode."""
-    from kda_tile import api
     from kda_kernels import configs
+    _run_rule_form("two consumers", configs.TWO_CONSUMERS, 67, B, T, H, HV, lens, fast)
+
+
+def _run_rule_form(label, form, seed, B, T, H, HV, lens, fast):
+    """Every state mode at one shape whose 32-token K2 form the API's rule picks as `form` (asserted)."""
+    from kda_tile import api
     cu = None if lens is None else torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()),
                                                 dtype=torch.int64, device="cuda")
-    inp = _inputs(B, T or sum(lens), H, cu=cu, seed=67 + (T or sum(lens)) + H + HV, HV=HV)
-    assert api._plan(inp["q"], inp["v"], cu) == (False, 32, configs.TWO_CONSUMERS)
-    case = f"two consumers B={B} T={T or sum(lens)} H={H} HV={HV} lens={lens}" + (" fast_math" if fast else "")
+    inp = _inputs(B, T or sum(lens), H, cu=cu, seed=seed + (T or sum(lens)) + H + HV, HV=HV)
+    assert api._plan(inp["q"], inp["v"], cu) == (False, 32, form)
+    case = f"{label} B={B} T={T or sum(lens)} H={H} HV={HV} lens={lens}" + (" fast_math" if fast else "")
     _run_modes(case, inp, cu, fast_math=fast)
 
 
@@ -380,14 +385,8 @@ def test_one_consumer_vss(B, T, H, HV, lens, fast):
     """32-token chunks with one consumer a K2 program that reads v^T from its ring slot and Ab in
     bf16 halves from its K1 (configs.use_vss_one), chosen by the API's rule at each shape
     (asserted), every state mode."""
-    from kda_tile import api
     from kda_kernels import configs
-    cu = None if lens is None else torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()),
-                                                dtype=torch.int64, device="cuda")
-    inp = _inputs(B, T or sum(lens), H, cu=cu, seed=71 + (T or sum(lens)) + H + HV, HV=HV)
-    assert api._plan(inp["q"], inp["v"], cu) == (False, 32, configs.VSS_ONE)
-    case = f"one consumer v_ss B={B} T={T or sum(lens)} H={H} HV={HV} lens={lens}" + (" fast_math" if fast else "")
-    _run_modes(case, inp, cu, fast_math=fast)
+    _run_rule_form("one consumer v_ss", configs.VSS_ONE, 71, B, T, H, HV, lens, fast)
 
 
 @pytest.mark.parametrize("n", [1023, 1024, 1025, 2000])
