@@ -15,9 +15,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
-import dataclasses
 import itertools
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Union
 
 from .configs import (PAIRWISE_CHUNKS, SCAN_PARTS, SHORT_FIXED_RLIMIT, SPP_RLIMIT, SPPS, TWO_CONSUMER_RLIMIT,
@@ -142,7 +141,7 @@ def _released() -> tuple[Build, ...]:
     # (configs.use_vss_one), fed by K1s that write Ab in two bf16 halves; the split's passes read
     # those halves too (configs.SPLIT_VSS). Session 49.
     for varlen, fast_math in itertools.product((False, True), (False, True)):
-        builds.append(Build("k1", dataclasses.replace(_k1_ch32(varlen, fast_math), ab_halves=True)))
+        builds.append(Build("k1", replace(_k1_ch32(varlen, fast_math), ab_halves=True)))
     for varlen, h0, out_final in itertools.product((False, True), (None, "float32", "bfloat16"), (False, True)):
         builds.append(Build("k2", K2Config(varlen=varlen, initial_state=h0, final_state=out_final, u0_in_k2=True,
                                            chunk=32, min_blocks=1, v_ss=True)))

@@ -36,7 +36,8 @@ def select_builds(*, varlen: bool, fast_math: bool, initial_state_dtype: Optiona
     if spp in (SHORT_FORM, PAIRWISE_FORM):
         return (registry.find("k1_short", varlen=varlen, short_ht=output_final_state,
                               short_chunks=1 if spp == SHORT_FORM else _configs.PAIRWISE_CHUNKS),)
-    vss = _configs.SPLIT_VSS if split else spp == _configs.VSS_ONE
+    from .slabs import ab_halves
+    vss = ab_halves(split, spp)
     k1 = registry.find("k1", varlen=varlen, fast_math=fast_math, chunk=_configs.SPLIT_CHUNK if split else chunk,
                        ab_halves=vss)
     if split:

@@ -38,6 +38,12 @@ def allocated_bytes(nbytes: int) -> int:
 MIN_TOKENS = 256
 
 
+def ab_halves(split: bool, spp: int) -> bool:
+    """Whether a call of api._plan's (split, spp) reads Ab as K1's two bf16 halves (K1Config.ab_halves,
+    K2Config.v_ss): the split's passes with configs.SPLIT_VSS, the K2 form configs.VSS_ONE."""
+    return configs.SPLIT_VSS if split else spp == configs.VSS_ONE
+
+
 def workspace_bytes(N: int, T: int, HV: int, split: bool, chunk: int, varlen: bool = True, *, spp: int = 1) -> int:
     """Device bytes the host entry allocates for a call of N sequences of T tokens in all (a fixed
     batch: N rows of T // N) and K2 form `spp` (api._plan's): K1's chunk slots (Wk, qd, kr fp16
@@ -46,7 +52,7 @@ def workspace_bytes(N: int, T: int, HV: int, split: bool, chunk: int, varlen: bo
     K]) and, with the split, pass A's maps and the scan's segment starts (fp32 [N, G, HV, V + K, K]
     and [N, G, HV, V, K])."""
     NC = T // chunk + N if varlen else N * (-(-(T // N) // chunk))
-    ab_rows = 2 if (configs.SPLIT_VSS if split else spp == configs.VSS_ONE) else 1
+    ab_rows = 2 if ab_halves(split, spp) else 1
     b = HV * NC * (chunk * (3 * K * 2 + (1 + ab_rows) * chunk * 2) + K * 4)
     if split:
         _, G = configs.split_plan(N, T, HV, chunk)
