@@ -106,15 +106,12 @@ def wy_v_step(BV, K, C, op, outputs, with_v=True, v_ss=False, ab_lo=True, mask_t
         T.copy(St, Sh)
         T.wgmma_gemm(Sh, Wk_r[s, :, :], WO, transpose_B=True, clear_accum=True)
         if v_ss:
-            if mask_tail:
-                # (a varlen tail's slot holds the next sequence's v in its rows past this one:
-                # those go through registers, masked)
-                if rem < C:
-                    for j, r in T.Parallel(BV, C):
-                        Vt[j, r] = T.if_then_else(r < rem, v_r[s, r, u0_col + j], T.Cast(Vt.dtype, 0))
-                    _ab_products(Vt, Ab_r, s, C, WO, False, ab_lo)
-                else:
-                    _ab_products(v_r[s, :, u0_col:u0_col + BV], Ab_r, s, C, WO, True, ab_lo)
+            # (a varlen tail's slot holds the next sequence's v in its rows past this one: those
+            # go through registers, masked)
+            if mask_tail and rem < C:
+                for j, r in T.Parallel(BV, C):
+                    Vt[j, r] = T.if_then_else(r < rem, v_r[s, r, u0_col + j], T.Cast(Vt.dtype, 0))
+                _ab_products(Vt, Ab_r, s, C, WO, False, ab_lo)
             else:
                 _ab_products(v_r[s, :, u0_col:u0_col + BV], Ab_r, s, C, WO, True, ab_lo)
         elif with_v:
