@@ -61,6 +61,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39c # session 39: lkr over quads again (JIT), then on an H200 issue 13's rows 9-10 with peers (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39b # session 39: the lkr release: build, short GPU tests, 2048 x 64 with the state and cuDNN, JIT nolkr / cq (~7 min; ROUND39B_PEERS=1 on an H200: issue 13's rows 8-10)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round48d # session 48: the split's passes A and C with v_ss at H8 1x65536 (~3 min, any card)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round50a # session 50: on an H200 round 48c; session 49's release through the host entry (~7 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round50b # session 50: v_ss at 80-96 one-consumer chains, its ncu, the rule's GPU matrix (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round48c # session 48: round 48b's H200 question alone (H96 1x8192, fixed; ~1.5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round48b # session 48: v_ss with Ab's halves in one box, probe no_lo; on an H200 round 46a after it (~2 min; ~7 on an H200)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round48a # session 48: K2 v_ss (v^T a shared bf16 operand, Ab in bf16 halves) against the released K2, whole and no_load, ncu (~4 min, any card)
@@ -308,6 +310,36 @@ case "$mode" in
     if [ -n "${K1WS_QUICK:-}" ]; then set -- "$R32" "$M4,w=4"; else set -- "$R32" "$R32,w=4" "$M4,w=4" "$R32,w=2"; fi
     K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
+  round50a)
+    # session 50, one start whichever card comes: on an H200 round 48c first (v_ss for the
+    # two-consumer pair, ~1.5 min); then session 49's release through the host entry: build, the
+    # rule's GPU tests (one consumer with v_ss, the pipeline, two consumers, the slabs incl.
+    # test_slabs_memory with the allocator model), split_api --quick (~7 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    if on_h200; then bash "$0" round48c; fi
+    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+    timeout 170 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+      -k "one_consumer_vss or pipeline or two_consumers or slabs" > "$OUT/pytest_vss_one.log" 2>&1
+    echo "v_ss one, pipeline, slabs: $(grep -E "passed|failed" "$OUT/pytest_vss_one.log" | tail -1)"
+    grep -E "^FAILED|Error" "$OUT/pytest_vss_one.log" | head -5
+    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_vss_one.json" 2>/dev/null
+    timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
+    grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6 ;;
+  round50b)
+    # session 50, after round 50a on the same machine: v_ss at 80 and 96 one-consumer chains (the
+    # bound's unmeasured 65-132; JIT, fixed); ncu of the one-consumer K2 with and without v_ss at
+    # H32 1x32768; then the GPU matrix as the rule picks (~8 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    K2_FIXED=1 K2_SHAPES="H40 1x16384;H48 1x8192" timeout 150 python bench/k2_round.py 1,3,1,u0k2,ch32 \
+      1,3,1,u0k2,ch32,vss,abh > "$OUT/k2_vss_bound.log" 2>&1
+    grep -E "Error|error" "$OUT/k2_vss_bound.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_vss_bound.log" | tail -5
+    K2_FIXED=1 K2_NCU_SHAPE="H32 1x32768" timeout 120 ncu --clock-control none --profile-from-start off \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
+      --section MemoryWorkloadAnalysis --csv --page details python bench/k2_round.py ncu 1,3,1,u0k2,ch32 \
+      1,3,1,u0k2,ch32,vss,abh > "$OUT/ncu_vss_one.csv" 2> "$OUT/ncu_vss_one.err"
+    grep -E '"(Duration|DRAM Throughput|Compute \(SM\) Throughput|Theoretical Occupancy|Achieved Occupancy|Registers Per Thread|Issue Slots Busy|Warp Cycles Per Issued Instruction|No Eligible)"' \
+      "$OUT/ncu_vss_one.csv" | awk -F'","' '{print $5, "|", $(NF-2), "|", $NF}' | cut -c1-120 | head -40 || tail -c 600 "$OUT/ncu_vss_one.err"
+    matrix_runs 250 rule ;;
   round49c)
     # session 49: the one-consumer 32-token K2 with v_ss released (configs.use_vss_one, the
     # pipeline's slabs too): build; its GPU tests, the pipeline's, two consumers' and the slabs'

@@ -129,7 +129,8 @@ SHAPES = [("H96 1x8192", 8192, 96, [8192]), ("H64 8x1024", 8192, 64, [1024] * 8)
           ("H32 8192x16", 131072, 32, [16] * 8192), ("H32 256x512", 131072, 32, [512] * 256),
           ("H96 ragged6", 8192, 96, [1300, 547, 2048, 963, 271, 3063]),
           ("H64 ragged6", 8192, 64, [1300, 547, 2048, 963, 271, 3063]),
-          ("H32 ragged5", 32768, 32, [100, 5000, 300, 20000, 7368]), ("H64 1x8192", 8192, 64, [8192])]
+          ("H32 ragged5", 32768, 32, [100, 5000, 300, 20000, 7368]), ("H64 1x8192", 8192, 64, [8192]),
+          ("H48 1x8192", 8192, 48, [8192]), ("H40 1x16384", 16384, 40, [16384])]
 # K2_SHAPES="H32 2048x64;H32 8192x16" keeps those rows only; K2_FIXED=1 times the equal-length
 # rows as fixed batches (B sequences, no cu_seqlens) and leaves the ragged ones out
 if os.environ.get("K2_SHAPES"):
@@ -137,11 +138,13 @@ if os.environ.get("K2_SHAPES"):
 
 
 def ncu(spec):
-    """One K1 and one K2 launch at H96 1x8192 (cu_seqlens; a fixed batch with K2_FIXED=1) for ncu."""
+    """One K1 and one K2 launch at H96 1x8192, or at K2_NCU_SHAPE ("H32 1x32768": one sequence)
+    (cu_seqlens; a fixed batch with K2_FIXED=1) for ncu."""
     fixed = os.environ.get("K2_FIXED") == "1"
-    d = k1_round.inputs(1, 8192, 96, None if fixed else [8192], seed=7)
+    H, T = map(int, re.fullmatch(r"H(\d+) 1x(\d+)", os.environ.get("K2_NCU_SHAPE", "H96 1x8192")).groups())
+    d = k1_round.inputs(1, T, H, None if fixed else [T], seed=7)
     go1, ws = k1_round.run_k1(k1_spec(spec), d)
-    go2, _, _ = k2_call(spec, d, ws, torch.randn(1, 96, 128, 128, device="cuda"))
+    go2, _, _ = k2_call(spec, d, ws, torch.randn(1, H, 128, 128, device="cuda"))
     k1_round.profiled(go1, go2)
 
 
