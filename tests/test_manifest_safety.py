@@ -133,7 +133,7 @@ def test_check_manifest_reports_each_build(shipped, monkeypatch, capsys):
 
     def run_parallel(fn, specs, jobs, on_result=None):
         names = specs()
-        out = [(n, recs[n]["ir_hash"] if n != NAMES[3] else "d" * 64, 0.1) for n in names]
+        out = [(n, recs[n]["ir_hash"] if n != NAMES[3] else "d" * 64, 0.1, recs[n]["proof_key"]) for n in names]
         for i, r in enumerate(out):
             on_result(r, i + 1, len(out))
         return out
@@ -143,3 +143,42 @@ def test_check_manifest_reports_each_build(shipped, monkeypatch, capsys):
     assert f"{NAMES[0]} " in out and "matches its record" in out
     assert f"{NAMES[3]} " in out and "DIFFERS from its record" in out
     assert f"{NAMES[3]}: IR hash" in out and "dddddddddddd lowered now" in out
+
+
+def test_check_manifest_notes_stale_proof_keys(shipped, monkeypatch, capsys):
+    """A current manifest passes, but a build whose proof key moved (say, a verifier edit) is named:
+    the next full run proves it again instead of carrying it over."""
+    recs = json.loads(shipped.read_text())["builds"]
+
+    def run_parallel(fn, specs, jobs, on_result=None, stale=()):
+        names = specs()
+        out = [(n, recs[n]["ir_hash"], 0.1, "f" * 64 if n in stale else recs[n]["proof_key"]) for n in names]
+        for i, r in enumerate(out):
+            on_result(r, i + 1, len(out))
+        return out
+    monkeypatch.setattr(cli, "run_parallel", run_parallel)
+    assert cli.main(["--check-manifest"]) == 0
+    out = capsys.readouterr().out
+    assert "manifest up to date" in out and "proof keys" not in out
+    monkeypatch.setattr(cli, "run_parallel", lambda *a, **k: run_parallel(*a, **k, stale=(NAMES[2], NAMES[7])))
+    assert cli.main(["--check-manifest"]) == 0
+    out = capsys.readouterr().out
+    assert "manifest up to date" in out
+    assert f"note: 2 of {len(NAMES)} builds have proof keys that differ" in out
+    assert f"(first: {min(NAMES[2], NAMES[7])})" in out
+
+
+def test_hash_work_gives_the_proof_key_a_full_run_records(monkeypatch):
+    """--check-manifest's proof key is the one a full run's verify_job records for the same build
+    (its key is computed before lowering, which is stopped here)."""
+    from verify import jobs, runner
+    name = registry.RELEASED[0].name
+    got = jobs._hash_work(name)
+    assert got[0] == name and got[1] == json.loads(gate.MANIFEST.read_text())["builds"][name]["ir_hash"]
+
+    def no_lowering(*a, **k):
+        raise RuntimeError("stopped after the proof key")
+    monkeypatch.setattr(runner, "lower", no_lowering)
+    report = runner.verify_job(jobs._registry_job(name))
+    assert "stopped after the proof key" in report.error
+    assert len(got[3]) == 64 and got[3] == report.proof_key

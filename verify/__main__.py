@@ -156,14 +156,15 @@ def cmd_check_manifest(args) -> int:
     doc = manifest.load()
 
     def progress(result, done, total):
-        name, h, secs = result
+        name, h, secs, _ = result
         rec = doc.get("builds", {}).get(name, {})
         same = rec.get("ir_hash") == h and rec.get("gate_key") == keys.get(name)
         print(f"[{done:{len(str(total))}d}/{total}] {name:44s} lowered in {secs:5.1f} s  "
               f"{'matches its record' if same else 'DIFFERS from its record'}", flush=True)
     results = run_parallel(_hash_work, specs, args.jobs, on_result=progress)
-    hashes = {n: h for n, h, _ in results}
+    hashes = {n: h for n, h, _, _ in results}
     problems = manifest.stale(doc, hashes, keys)
+    old_proofs = manifest.stale_proofs(doc, {n: k for n, _, _, k in results})
     wall = time.perf_counter() - t0
     if problems:
         print("verify/manifest.json is stale; run `python -m verify` and commit the result:")
@@ -173,6 +174,11 @@ def cmd_check_manifest(args) -> int:
         return 1
     print(f"manifest up to date: {len(names)} builds, gate keys and lowered IR hashes match, verifier {VERSION} "
           f"({wall:.1f} s)")
+    if old_proofs:
+        print(f"note: {len(old_proofs)} of {len(names)} builds have proof keys that differ from their records "
+              f"(first: {old_proofs[0]}): the verifier's sources, a program before lowering, the toolchain or "
+              f"a check input changed since they were proved. The next `python -m verify` proves them again "
+              f"instead of carrying them over")
     return 0
 
 

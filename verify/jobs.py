@@ -119,13 +119,17 @@ def _work(spec):
 
 
 def _hash_work(name):
+    """(name, lowered IR hash, lowering seconds, proof key) of a released build."""
     from kda_kernels import registry
 
     from .ir import ir_hash
     from .lowering import lower
+    from .runner import proof_key
     b = registry.BY_NAME[name]
-    low = lower(b.prim_func(), registry.pass_configs(b), b.name)
-    return name, ir_hash(low.artifact), low.seconds
+    func = b.prim_func()
+    key = proof_key(build_job(b), func)
+    low = lower(func, registry.pass_configs(b), b.name)
+    return name, ir_hash(low.artifact), low.seconds, key
 
 
 def single_threaded():

@@ -110,6 +110,14 @@ def prior(rec) -> dict:
     return {k: rec[k] for k in ("status", "proof_key", "ir_hash", "checks_passed")}
 
 
+def stale_proofs(doc: dict, proof_keys: dict) -> list:
+    """Builds whose proof key now differs from their record's: the verifier's sources, the program
+    before lowering, the toolchain or a check input changed since they were proved, so the next
+    `python -m verify` proves them again instead of carrying them over."""
+    recs = doc.get("builds", {})
+    return sorted(n for n, k in proof_keys.items() if recs.get(n, {}).get("proof_key") != k)
+
+
 def stale(doc: dict, hashes: dict, keys: dict = None) -> list:
     """Reasons the manifest does not match the released builds (empty: up to date).
 
