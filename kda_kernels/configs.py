@@ -115,11 +115,13 @@ def use_two_consumers(N: int, T: int, HV: int) -> bool:
 # the chain, o's error unchanged) where its chains leave DRAM idle. JIT on an H100, fixed batches,
 # fp32 state in and out (round 49b): H32 1x32768 (64 programs) K2 0.850 -> 0.683 ms, K1 0.626 ->
 # 0.654, the pair -9.4%; H64 1x8192 (128 programs, near the H100's bytes) K2 +2.7%, the pair
-# +2.6%. So up to the programs measured faster. Not where the slab pipeline takes the call
+# +2.6%. Between those (round 50b, same form): H40 1x16384 (80 programs) K2 0.476 -> 0.393, K1
+# 0.394 -> 0.408, the pair -7.9%; H48 1x8192 (96) K2 0.239 -> 0.220, K1 0.240 -> 0.247, the pair
+# -2.5%. So up to the programs measured faster. Not where the slab pipeline takes the call
 # (use_pipeline): there K1 on the SMs the chains leave holds the call, and v_ss's K1 is the slower
 # (H32 1x32768 through kda_prefill: 1.325 ms with v_ss against 1.303 without, two H100s; round
-# 49c). bench/NOTES.md, session 49.
-VSS_ONE_MAX_PROGRAMS = 64
+# 49c). bench/NOTES.md, sessions 49 and 50.
+VSS_ONE_MAX_PROGRAMS = 96
 # api._plan's K2 form code (in its spp place) for these calls
 VSS_ONE = -5
 

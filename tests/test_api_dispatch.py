@@ -88,10 +88,10 @@ def configs_chunk32(n, H, L, fast):
 def configs_form(n, H, L):
     """A 32-token call's K2: two consumers a program where the one-consumer chains outnumber the
     SMs (2 n H > 132) and at most 104 programs (kda_kernels.configs.use_two_consumers); else one
-    consumer, with v_ss at 64 chains or fewer (configs.use_vss_one)."""
+    consumer, with v_ss at 96 chains or fewer (configs.use_vss_one)."""
     if 66 < n * H <= 104 and L >= 512:
         return configs.TWO_CONSUMERS
-    return configs.VSS_ONE if 2 * n * H <= 64 else 1
+    return configs.VSS_ONE if 2 * n * H <= 96 else 1
 
 
 def test_chunk_rule_takes_32_token_builds_only_for_few_long_chains():
@@ -103,13 +103,13 @@ def test_chunk_rule_takes_32_token_builds_only_for_few_long_chains():
     assert api.chunk_for(x, x, None) == 32 and api._plan(x, x, None) == (False, 32, configs.TWO_CONSUMERS)
     x, kw = _inputs(2, 53, False, None, 600)   # 106 two-consumer programs
     assert api.chunk_for(x, x, None) == 16
-    x, kw = _inputs(1, 33, True, None, 600)    # 66 chains: one consumer, v^T from registers
+    x, kw = _inputs(1, 49, True, None, 600)    # 98 chains: one consumer, v^T from registers
     assert api._plan(x, x, kw["cu_seqlens"]) == (False, 32, 1)
     k1, k2 = api.select_builds(varlen=True, fast_math=False, initial_state_dtype=None, output_final_state=False,
                                chunk=32)
     assert k1.config.chunk == k2.config.chunk == 32 and k2.config.consumers == 1
     assert not k1.config.ab_halves and not k2.config.v_ss
-    x, kw = _inputs(1, 32, True, None, 600)    # 64 chains: one consumer with v_ss
+    x, kw = _inputs(1, 48, True, None, 600)    # 96 chains: one consumer with v_ss
     assert api._plan(x, x, kw["cu_seqlens"]) == (False, 32, configs.VSS_ONE)
     k1, k2 = api.select_builds(varlen=True, fast_math=False, initial_state_dtype=None, output_final_state=False,
                                chunk=32, spp=configs.VSS_ONE)

@@ -380,7 +380,9 @@ def _run_rule_form(label, form, seed, B, T, H, HV, lens, fast):
     (1, None, 6, 6, [0, 1700, 1, 37, 2100], False),     # empty and one-token sequences among long ones
     (1, 1536, 4, 32, None, False),              # GVA
     (1, None, 10, 10, [1200, 0, 531], True),    # fast_math
-], ids=["fixed_B1_T1000_H32", "fixed_B2_T777_H16", "varlen_H6", "gva_H4_HV32_T1536", "varlen_H10_fast"])
+    (1, 1000, 48, 48, None, False),             # 96 chains, the rule's bound
+], ids=["fixed_B1_T1000_H32", "fixed_B2_T777_H16", "varlen_H6", "gva_H4_HV32_T1536", "varlen_H10_fast",
+        "fixed_B1_T1000_H48"])
 def test_one_consumer_vss(B, T, H, HV, lens, fast):
     """32-token chunks with one consumer a K2 program that reads v^T from its ring slot and Ab in
     bf16 halves from its K1 (configs.use_vss_one), chosen by the API's rule at each shape
