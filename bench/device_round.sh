@@ -205,6 +205,24 @@ split_check() {
   timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
   grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6
 }
+# The key counters a kernel from ncu's --csv --page details output $1 (else the tail of its stderr $2)
+ncu_keys() {
+  grep -E '"(Duration|DRAM Throughput|Compute \(SM\) Throughput|Theoretical Occupancy|Achieved Occupancy|Registers Per Thread|Issue Slots Busy|Warp Cycles Per Issued Instruction|No Eligible)"' \
+    "$1" | awk -F'","' '{print $5, "|", $(NF-2), "|", $NF}' | cut -c1-120 | head -40 || tail -c 600 "$2"
+}
+# The one-consumer v_ss release through the host entry (sessions 49-50): build, the rule's GPU
+# tests of v_ss, the pipeline, two consumers and the slabs (limit $1 s; JSON kept as
+# gpu_matrix_vss_one.json), then split_api --quick
+vss_one_check() {
+  timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
+  timeout "$1" python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
+    -k "one_consumer_vss or pipeline or two_consumers or slabs" > "$OUT/pytest_vss_one.log" 2>&1
+  echo "v_ss one, pipeline, slabs: $(grep -E "passed|failed" "$OUT/pytest_vss_one.log" | tail -1)"
+  grep -E "^FAILED|Error" "$OUT/pytest_vss_one.log" | head -5
+  mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_vss_one.json" 2>/dev/null
+  timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
+  grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6
+}
 # The GPU matrix without the split tests, each mode within $1 s: "rule" as the API picks, "32" with
 # every unsplit call forced to 32-token chunks; logs pytest_gpu_<mode>.log, JSON gpu_matrix_<mode>.json
 matrix_runs() {
@@ -332,14 +350,7 @@ case "$mode" in
     # test_slabs_memory with the allocator model), split_api --quick (~7 min)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     if on_h200; then bash "$0" round48c; fi
-    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-    timeout 170 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
-      -k "one_consumer_vss or pipeline or two_consumers or slabs" > "$OUT/pytest_vss_one.log" 2>&1
-    echo "v_ss one, pipeline, slabs: $(grep -E "passed|failed" "$OUT/pytest_vss_one.log" | tail -1)"
-    grep -E "^FAILED|Error" "$OUT/pytest_vss_one.log" | head -5
-    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_vss_one.json" 2>/dev/null
-    timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
-    grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6 ;;
+    vss_one_check 170 ;;
   round50b)
     # session 50, after round 50a on the same machine: v_ss at 80 and 96 one-consumer chains (the
     # bound's unmeasured 65-132; JIT, fixed); ncu of the one-consumer K2 with and without v_ss at
@@ -352,8 +363,7 @@ case "$mode" in
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
       --section MemoryWorkloadAnalysis --csv --page details python bench/k2_round.py ncu 1,3,1,u0k2,ch32 \
       1,3,1,u0k2,ch32,vss,abh > "$OUT/ncu_vss_one.csv" 2> "$OUT/ncu_vss_one.err"
-    grep -E '"(Duration|DRAM Throughput|Compute \(SM\) Throughput|Theoretical Occupancy|Achieved Occupancy|Registers Per Thread|Issue Slots Busy|Warp Cycles Per Issued Instruction|No Eligible)"' \
-      "$OUT/ncu_vss_one.csv" | awk -F'","' '{print $5, "|", $(NF-2), "|", $NF}' | cut -c1-120 | head -40 || tail -c 600 "$OUT/ncu_vss_one.err"
+    ncu_keys "$OUT/ncu_vss_one.csv" "$OUT/ncu_vss_one.err"
     matrix_runs 250 rule ;;
   round49c)
     # session 49: the one-consumer 32-token K2 with v_ss released (configs.use_vss_one, the
@@ -362,14 +372,7 @@ case "$mode" in
     # v_ss); then the GPU matrix with every unsplit call forced to 32 tokens (v_ss at <= 64
     # chains), as far as the time goes (~8 min)
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-    timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-    timeout 150 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
-      -k "one_consumer_vss or pipeline or two_consumers or slabs" > "$OUT/pytest_vss_one.log" 2>&1
-    echo "v_ss one, pipeline, slabs: $(grep -E "passed|failed" "$OUT/pytest_vss_one.log" | tail -1)"
-    grep -E "^FAILED|Error" "$OUT/pytest_vss_one.log" | head -5
-    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_vss_one.json" 2>/dev/null
-    timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
-    grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6
+    vss_one_check 150
     matrix_runs 200 32 ;;
   round49b)
     # session 49: the split's passes with v_ss released (K1 writing Ab's bf16 halves): build, every
@@ -1912,8 +1915,7 @@ PY
     timeout 100 ncu --clock-control none --profile-from-start off --section SpeedOfLight --section Occupancy \
       --section LaunchStats --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
       --csv --page details python bench/k2_round.py ncu 1,3,2,u0k2,ch32 1,3,2,u0k2 > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
-    grep -E '"(Duration|DRAM Throughput|Compute \(SM\) Throughput|Theoretical Occupancy|Achieved Occupancy|Registers Per Thread|Issue Slots Busy|Warp Cycles Per Issued Instruction|No Eligible)"' \
-      "$OUT/ncu.csv" | awk -F'","' '{print $5, "|", $(NF-2), "|", $NF}' | cut -c1-120 | head -40 || tail -c 600 "$OUT/ncu.err" ;;
+    ncu_keys "$OUT/ncu.csv" "$OUT/ncu.err" ;;
   round18a)
     # next session: K2's unguarded stores with a per-row predicate and no branch (row), the
     # ring's period unrolled (unroll), both, the released form and the guarded one, through the JIT
