@@ -128,16 +128,23 @@ def test_write_refuses_directly(tmp_path):
     assert path.read_text() == "original\n"
 
 
-def test_check_manifest_reports_each_build(shipped, monkeypatch, capsys):
+def _fake_lowering(monkeypatch, shipped, ir=None, proof=None):
+    """--check-manifest's workers faked: each build lowers to its record's IR hash and proof key,
+    except where ir / proof (name -> value) say otherwise."""
     recs = json.loads(shipped.read_text())["builds"]
 
     def run_parallel(fn, specs, jobs, on_result=None):
         names = specs()
-        out = [(n, recs[n]["ir_hash"] if n != NAMES[3] else "d" * 64, 0.1, recs[n]["proof_key"]) for n in names]
+        out = [(n, (ir or {}).get(n, recs[n]["ir_hash"]), 0.1, (proof or {}).get(n, recs[n]["proof_key"]))
+               for n in names]
         for i, r in enumerate(out):
             on_result(r, i + 1, len(out))
         return out
     monkeypatch.setattr(cli, "run_parallel", run_parallel)
+
+
+def test_check_manifest_reports_each_build(shipped, monkeypatch, capsys):
+    _fake_lowering(monkeypatch, shipped, ir={NAMES[3]: "d" * 64})
     assert cli.main(["--check-manifest"]) == 1
     out = capsys.readouterr().out
     assert f"{NAMES[0]} " in out and "matches its record" in out
@@ -148,19 +155,11 @@ def test_check_manifest_reports_each_build(shipped, monkeypatch, capsys):
 def test_check_manifest_notes_stale_proof_keys(shipped, monkeypatch, capsys):
     """A current manifest passes, but a build whose proof key moved (say, a verifier edit) is named:
     the next full run proves it again instead of carrying it over."""
-    recs = json.loads(shipped.read_text())["builds"]
-
-    def run_parallel(fn, specs, jobs, on_result=None, stale=()):
-        names = specs()
-        out = [(n, recs[n]["ir_hash"], 0.1, "f" * 64 if n in stale else recs[n]["proof_key"]) for n in names]
-        for i, r in enumerate(out):
-            on_result(r, i + 1, len(out))
-        return out
-    monkeypatch.setattr(cli, "run_parallel", run_parallel)
+    _fake_lowering(monkeypatch, shipped)
     assert cli.main(["--check-manifest"]) == 0
     out = capsys.readouterr().out
     assert "manifest up to date" in out and "proof keys" not in out
-    monkeypatch.setattr(cli, "run_parallel", lambda *a, **k: run_parallel(*a, **k, stale=(NAMES[2], NAMES[7])))
+    _fake_lowering(monkeypatch, shipped, proof={NAMES[2]: "f" * 64, NAMES[7]: "f" * 64})
     assert cli.main(["--check-manifest"]) == 0
     out = capsys.readouterr().out
     assert "manifest up to date" in out
