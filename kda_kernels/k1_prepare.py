@@ -910,8 +910,9 @@ def build_k1(cfg: K1Config):
                 if cfg.head_once and not cfg.lean_prologue:
                     h = T.alloc_var("int32", init=T.min(T.max(head_s[0], 0), H - 1))
                 if not ne:
-                    # (inline, not chunk_rows and qkg_copies: a macro binds its arguments to new
-                    # names, which would change every released build's lowered IR)
+                    # (inline, not chunk_rows and qkg_copies: the macro binds h to a new name,
+                    # and after that TileLang's sync pass puts a barrier between the 32-token
+                    # varlen inverse's disjoint Ad_s reads and writes; session 51, static SASS)
                     ld_t = T.alloc_local((NPASS,), "int32")
                     ld_b = T.alloc_local((NPASS,), "int32")
                     ld_ok = T.alloc_local((NPASS,), "bool")
