@@ -61,7 +61,8 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39c # session 39: lkr over quads again (JIT), then on an H200 issue 13's rows 9-10 with peers (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39b # session 39: the lkr release: build, short GPU tests, 2048 x 64 with the state and cuDNN, JIT nolkr / cq (~7 min; ROUND39B_PEERS=1 on an H200: issue 13's rows 8-10)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round48d # session 48: the split's passes A and C with v_ss at H8 1x65536 (~3 min, any card)
-#   source .devbundle/activate.sh && bash bench/device_round.sh round51a # next: on an H200 round 48c; v_ss at 96 chains through the host entry; forced-32 matrix (~9 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round51a # session 51: on an H200 round 48c and K1's copy floor; v_ss at 96 chains through the host entry (~3-6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round51b # session 51, after 51a: on an H200 split_api; the forced-32 matrix (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round50a # session 50: on an H200 round 48c; session 49's release through the host entry (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round50b # session 50: v_ss at 80-96 one-consumer chains, its ncu, the rule's GPU matrix (~8 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round48c # session 48: round 48b's H200 question alone (H96 1x8192, fixed; ~1.5 min)
@@ -330,19 +331,26 @@ case "$mode" in
     K1_SHAPES=${K1WS_SHAPES:-"H96 1x8192;H8 1x65536"} timeout 240 python -u bench/k1_round.py "$@" > "$OUT/k1_ws.log" 2>&1
     grep -E "Error|error|FAILED" "$OUT/k1_ws.log" | head -3; tail -7 "$OUT/k1_ws.log" ;;
   round51a)
-    # session 50's view of the next start, whichever card comes: on an H200 round 48c first (v_ss
-    # for the two-consumer pair, ~1.5 min); build; test_one_consumer_vss (its new 96-chain case,
-    # VSS_ONE_MAX_PROGRAMS 96) and the split's tests; then the rule's matrix forced to 32-token
-    # chunks as far as the time goes (~9 min)
+    # session 51, one start whichever card comes: on an H200 round 48c (v_ss for the two-consumer
+    # pair, ~1.5 min) and K1 against a copy of its pattern there (copy_floor: is the H200's K1 at
+    # its pattern's bytes? ~1.5 min); then build and test_one_consumer_vss (its 96-chain case,
+    # VSS_ONE_MAX_PROGRAMS 96 since session 50; ~3 min). round51b next on the same warm machine.
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-    if on_h200; then bash "$0" round48c; fi
+    if on_h200; then bash "$0" round48c; copy_floor 120 4 96:8192 8:65536; fi
     timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
     timeout 100 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k "one_consumer_vss" \
       > "$OUT/pytest_vss_one.log" 2>&1
     echo "v_ss one: $(grep -E "passed|failed" "$OUT/pytest_vss_one.log" | tail -1)"
     grep -E "^FAILED|Error" "$OUT/pytest_vss_one.log" | head -5
-    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_vss_one.json" 2>/dev/null
-    matrix_runs 200 32 ;;
+    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_vss_one.json" 2>/dev/null ;;
+  round51b)
+    # session 51, after round 51a on the same machine (the build is there): on an H200 issue 9's
+    # H8 1x65536 through kda_prefill (last measured there in session 23); the GPU matrix with every
+    # unsplit call forced to 32-token chunks as far as the time goes (~5 min)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    if on_h200; then timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
+      grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6; fi
+    matrix_runs 150 32 ;;
   round50a)
     # session 50, one start whichever card comes: on an H200 round 48c first (v_ss for the
     # two-consumer pair, ~1.5 min); then session 49's release through the host entry: build, the
