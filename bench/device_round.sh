@@ -62,6 +62,7 @@
 #   source .devbundle/activate.sh && bash bench/device_round.sh round39b # session 39: the lkr release: build, short GPU tests, 2048 x 64 with the state and cuDNN, JIT nolkr / cq (~7 min; ROUND39B_PEERS=1 on an H200: issue 13's rows 8-10)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round48d # session 48: the split's passes A and C with v_ss at H8 1x65536 (~3 min, any card)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round51a # session 51: on an H200 round 48c and K1's copy floor; v_ss at 96 chains through the host entry (~3-6 min)
+#   source .devbundle/activate.sh && bash bench/device_round.sh round51c # session 51, last ~300 s: on an H200 round 48c and the copy floor, else the 96-chain v_ss test (~4 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round51b # session 51, after 51a: on an H200 split_api; the forced-32 matrix (~5 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round50a # session 50: on an H200 round 48c; session 49's release through the host entry (~7 min)
 #   source .devbundle/activate.sh && bash bench/device_round.sh round50b # session 50: v_ss at 80-96 one-consumer chains, its ncu, the rule's GPU matrix (~8 min)
@@ -343,6 +344,22 @@ case "$mode" in
     echo "v_ss one: $(grep -E "passed|failed" "$OUT/pytest_vss_one.log" | tail -1)"
     grep -E "^FAILED|Error" "$OUT/pytest_vss_one.log" | head -5
     mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_vss_one.json" 2>/dev/null ;;
+  round51c)
+    # session 51's last ~300 device-seconds, one start: on an H200 round 48c and K1's copy floor;
+    # on an H100 the build and test_one_consumer_vss (its 96-chain case)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+    if on_h200; then
+      K2_FIXED=1 K2_SHAPES="H96 1x8192" timeout 130 python bench/k2_round.py 2,3,1,u0k2,ch32 2,3,1,u0k2,ch32,vss,abh \
+        > "$OUT/k2_vss_c.log" 2>&1
+      grep -E "Error|error" "$OUT/k2_vss_c.log" | head -3; grep -v -E '^\{|INFO|^compiled' "$OUT/k2_vss_c.log" | tail -5
+      copy_floor 90 4 96:8192
+    else
+      timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
+      timeout 120 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k "one_consumer_vss" \
+        > "$OUT/pytest_vss_one.log" 2>&1
+      echo "v_ss one: $(grep -E "passed|failed" "$OUT/pytest_vss_one.log" | tail -1)"
+      grep -E "^FAILED|Error" "$OUT/pytest_vss_one.log" | head -5
+    fi ;;
   round51b)
     # session 51, after round 51a on the same machine (the build is there): on an H200 issue 9's
     # H8 1x65536 through kda_prefill (last measured there in session 23); the GPU matrix with every
