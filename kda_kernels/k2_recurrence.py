@@ -340,15 +340,8 @@ def build_k2(cfg: K2Config):
                     for c in T.serial(nch):
                         s = count[0] % S
                         T.barrier_wait(empty[s], (count[0] // S + 1) % 2)
-                        row0 = (slot0 + c) * C
-                        T.tma_copy(Wk[hv, row0:row0 + C, :], Wk_r[s, :, :], barrier=full[s])
-                        T.tma_copy(qd[hv, row0:row0 + C, :], qd_r[s, :, :], barrier=full[s])
-                        T.tma_copy(kr[hv, row0:row0 + C, :], kr_r[s, :, :], barrier=full[s])
-                        t0 = bos + c * C
-                        T.tma_copy(v[0, t0:t0 + C, hv, ub * BP:(ub + 1) * BP], U0_r[s, :, :], barrier=full[s])
-                        T.tma_copy(Ab[hv, row0:row0 + C, :], Ab_r[s, :, :], barrier=full[s])
-                        T.tma_copy(Mqk[hv, row0:row0 + C, :], Mqk_r[s, :, :], barrier=full[s])
-                        T.tma_copy(gC[hv, slot0 + c, :], gC_r[s, :], barrier=full[s])
+                        ring_copies(c, s, Wk, qd, kr, None, Ab, v, Mqk, gC, Wk_r, qd_r, kr_r, U0_r, Ab_r, Mqk_r,
+                                    gC_r, full, 0, hv, ub, True, bos, slot0)
                         T.barrier_arrive(full[s])
                         count[0] = count[0] + 1
 
