@@ -195,15 +195,20 @@ release_check_split() {
     tests/test_split.py -k "split" > "$OUT/pytest_split.log" 2>&1
   tail -c 300 "$OUT/pytest_split.log"
 }
+# GPU tests of tests/test_gpu_correctness.py -k "$3" within $1 s: log pytest_$2.log, JSON kept as
+# gpu_matrix_$2.json, a verdict line labelled ${4:-$2} and the first failures
+gpu_tests() {
+  timeout "$1" python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k "$3" \
+    > "$OUT/pytest_$2.log" 2>&1
+  echo "${4:-$2}: $(grep -E "passed|failed" "$OUT/pytest_$2.log" | tail -1)"
+  grep -E "^FAILED|Error" "$OUT/pytest_$2.log" | head -5
+  mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_$2.json" 2>/dev/null
+}
 # The split through the generated host entry: build, the GPU matrix's split tests (limit $1 s; the
 # JSON kept as gpu_matrix_split.json), then kda_prefill split against unsplit (split_api --quick)
 split_check() {
   timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-  timeout "$1" python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k split \
-    > "$OUT/pytest_split.log" 2>&1
-  echo "split tests: $(grep -E "passed|failed" "$OUT/pytest_split.log" | tail -1)"
-  grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
-  mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null
+  gpu_tests "$1" split split "split tests"
   timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
   grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6
 }
@@ -217,11 +222,7 @@ ncu_keys() {
 # gpu_matrix_vss_one.json), then split_api --quick
 vss_one_check() {
   timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-  timeout "$1" python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py \
-    -k "one_consumer_vss or pipeline or two_consumers or slabs" > "$OUT/pytest_vss_one.log" 2>&1
-  echo "v_ss one, pipeline, slabs: $(grep -E "passed|failed" "$OUT/pytest_vss_one.log" | tail -1)"
-  grep -E "^FAILED|Error" "$OUT/pytest_vss_one.log" | head -5
-  mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_vss_one.json" 2>/dev/null
+  gpu_tests "$1" vss_one "one_consumer_vss or pipeline or two_consumers or slabs" "v_ss one, pipeline, slabs"
   timeout 90 python bench/split_api.py --quick > "$OUT/split_api.log" 2>&1
   grep -v -E '^\{|INFO' "$OUT/split_api.log" | tail -6
 }
@@ -339,11 +340,7 @@ case "$mode" in
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
     if on_h200; then bash "$0" round48c; copy_floor 120 4 96:8192 8:65536; fi
     timeout 150 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -3
-    timeout 100 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k "one_consumer_vss" \
-      > "$OUT/pytest_vss_one.log" 2>&1
-    echo "v_ss one: $(grep -E "passed|failed" "$OUT/pytest_vss_one.log" | tail -1)"
-    grep -E "^FAILED|Error" "$OUT/pytest_vss_one.log" | head -5
-    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_vss_one.json" 2>/dev/null ;;
+    gpu_tests 100 vss_one one_consumer_vss "v_ss one" ;;
   round51c)
     # session 51's last ~300 device-seconds, one start: on an H200 round 48c and K1's copy floor;
     # on an H100 the build and test_one_consumer_vss (its 96-chain case)
@@ -355,10 +352,7 @@ case "$mode" in
       copy_floor 90 4 96:8192
     else
       timeout 120 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
-      timeout 120 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k "one_consumer_vss" \
-        > "$OUT/pytest_vss_one.log" 2>&1
-      echo "v_ss one: $(grep -E "passed|failed" "$OUT/pytest_vss_one.log" | tail -1)"
-      grep -E "^FAILED|Error" "$OUT/pytest_vss_one.log" | head -5
+      gpu_tests 120 vss_one one_consumer_vss "v_ss one"
     fi ;;
   round51b)
     # session 51, after round 51a on the same machine (the build is there): on an H200 issue 9's
@@ -1790,11 +1784,7 @@ PY
     timeout 100 python -m kda_tile build --jobs 16 2>&1 | grep -E "^built|FAILED|NOT VERIFIED" | tail -2
     matrix_runs 130 rule 32
     timeout 70 python bench/stage_times.py --out "$OUT" > "$OUT/stage_times.log" 2>&1; grep -v "^{" "$OUT/stage_times.log" | tail -16
-    timeout 170 python -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_correctness.py -k split \
-      > "$OUT/pytest_split.log" 2>&1
-    echo "split tests: $(grep -E "passed|failed" "$OUT/pytest_split.log" | tail -1)"
-    grep -E "^FAILED|Error" "$OUT/pytest_split.log" | head -5
-    mv "$OUT/gpu_matrix.json" "$OUT/gpu_matrix_split.json" 2>/dev/null ;;
+    gpu_tests 170 split split "split tests" ;;
   round22c)
     # session 22: the 32-token K1's further cuts (tu: the gate's tail mask in a branch, ir: the
     # inverse's off-diagonal products from row vectors, ho: GVA's head divided once a program)
